@@ -1,0 +1,137 @@
+"""ScatterElementsUpdate-3 and -12 (OpenVINO), exactly as DIALECT.md section 2 defines them.
+
+Each element of `updates` goes to its own index with the `axis` coordinate replaced by the matching
+`indices` value. Reductions none/sum/prod/min/max/mean; use_init_val decides whether data takes part.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from onnx_bridge.errors import OpError
+
+from . import _checks as check
+from ._spec import Attribute, OpSpec, Port, register
+from ._types import DATA_TYPES, compute_dtype, highest, is_bool, is_integer, lowest
+
+OP = "ScatterElementsUpdate"
+REDUCTIONS = ("none", "sum", "prod", "min", "max", "mean")
+_UFUNCS = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def neutral_value(reduction: str, dtype):
+    """Start value of a touched position when use_init_val=0 (OpenVINO's reduction_neutral_value)."""
+    if reduction in ("sum", "mean"):
+        return 0
+    if reduction == "prod":
+        return 1
+    return highest(dtype) if reduction == "min" else lowest(dtype)
+
+
+def validate(data, indices, updates, axis, reduction, use_init_val):
+    """Check everything before any write; return (arrays..., normalised axis, reduction, use_init_val)."""
+    data, indices, updates = (check.as_array(OP, n, v) for n, v in
+                              (("data", data), ("indices", indices), ("updates", updates)))
+    reduction = check.choice(OP, "reduction", reduction, REDUCTIONS)
+    use_init_val = check.flag(OP, "use_init_val", use_init_val)
+    check.data_type(OP, "data", data)
+    check.integer_type(OP, "indices", indices)
+    if updates.dtype != data.dtype:
+        raise OpError(OP, "input 'updates'", "element type must equal data's", value=str(updates.dtype),
+                      allowed=str(data.dtype))
+    if reduction == "mean" and is_bool(data.dtype):
+        raise OpError(OP, "attribute 'reduction'", "mean is not defined for bool data", value="mean",
+                      allowed="none, sum, prod, min, max")
+    rank = data.ndim
+    if rank == 0:
+        raise OpError(OP, "input 'data'", "must have rank >= 1", value=data.shape)
+    axis = check.scalar_axis(OP, axis, rank)
+    if indices.shape != updates.shape:
+        raise OpError(OP, "input 'updates'", "shape must equal indices' shape", value=updates.shape,
+                      allowed=indices.shape)
+    if indices.ndim != rank:
+        raise OpError(OP, "input 'indices'", f"rank must equal data's rank {rank}", value=indices.shape)
+    for dim, (have, limit) in enumerate(zip(indices.shape, data.shape)):
+        if dim != axis and have > limit:
+            raise OpError(OP, "input 'indices'", f"dimension {dim} exceeds data's", value=indices.shape,
+                          allowed=f"<= {data.shape} except on axis {axis}")
+    check.index_range(OP, "indices", indices, data.shape[axis], allow_negative=True, axis=axis)
+    return data, indices, updates, axis, reduction, use_init_val
+
+
+def target_positions(data_shape, indices: np.ndarray, axis: int) -> np.ndarray:
+    """Flat (C-order) position in data of every element of updates, same shape as indices."""
+    strides = np.cumprod((data_shape[1:] + (1,))[::-1])[::-1]
+    positions = check.normalized_indices(indices, data_shape[axis])
+    positions *= strides[axis]
+    for dim, extent in enumerate(indices.shape):
+        if dim != axis and extent > 1:
+            shape = [1] * indices.ndim
+            shape[dim] = extent
+            positions += (np.arange(extent, dtype=np.intp) * strides[dim]).reshape(shape)
+    return positions
+
+
+def scatter_elements_update(data, indices, updates, axis, reduction="none", use_init_val=1, *,
+                            inplace=False):
+    """The kernel. With inplace=True a C-contiguous `data` of a natively computed type is overwritten."""
+    data, indices, updates, axis, reduction, use_init_val = validate(
+        data, indices, updates, axis, reduction, use_init_val)
+    work_dtype = compute_dtype(data.dtype)
+    reuse = inplace and work_dtype == data.dtype and data.flags.c_contiguous and data.flags.writeable
+    out = data if reuse else np.array(data, dtype=work_dtype, order="C")
+    if indices.size:
+        flat = out.reshape(-1)
+        positions = target_positions(data.shape, indices, axis).reshape(-1)
+        values = updates.astype(work_dtype, copy=False).reshape(-1)
+        if reduction == "none":
+            np.put(flat, positions, values)  # sequential: the last duplicate wins
+        elif reduction == "mean":
+            _mean(flat, positions, values, use_init_val)
+        else:
+            if not use_init_val:
+                flat[positions] = neutral_value(reduction, data.dtype)
+            _UFUNCS[reduction].at(flat, positions, values)  # sequential, in the type (wraps)
+    return out if out.dtype == data.dtype else out.astype(data.dtype)
+
+
+def _mean(flat: np.ndarray, positions: np.ndarray, values: np.ndarray, use_init_val: int) -> None:
+    touched, inverse, counts = np.unique(positions, return_inverse=True, return_counts=True)
+    counts += use_init_val
+    if not is_integer(flat.dtype):
+        if not use_init_val:
+            flat[touched] = 0
+        np.add.at(flat, positions, values)  # sequential sum starting from data (or 0)
+        flat[touched] /= counts.astype(flat.dtype)
+        return
+    # Integers: exact sum (no wrap), floor division.
+    start = flat[touched] if use_init_val else np.zeros(0, flat.dtype)
+    magnitude = max((abs(int(a.min())) for a in (values, start) if a.size), default=0)
+    magnitude = max(magnitude, max((abs(int(a.max())) for a in (values, start) if a.size), default=0))
+    exact = np.int64 if magnitude * int(counts.max()) < 2**63 else object
+    sums = np.zeros(len(touched), dtype=exact)
+    np.add.at(sums, inverse, values.astype(exact))
+    if use_init_val:
+        sums += start.astype(exact)
+    flat[touched] = np.asarray(sums // counts.astype(exact)).astype(flat.dtype)
+
+
+def _kernel_v3(data, indices, updates, axis, *, inplace=False):
+    return (scatter_elements_update(data, indices, updates, axis, inplace=inplace),)
+
+
+def _kernel_v12(data, indices, updates, axis, reduction="none", use_init_val=1, *, inplace=False):
+    return (scatter_elements_update(data, indices, updates, axis, reduction, use_init_val, inplace=inplace),)
+
+
+_INPUTS = (Port("data", "T"), Port("indices", "T_IND"), Port("updates", "T"), Port("axis", "T_AXIS"))
+_OUTPUTS = (Port("output", "T"),)
+_TYPES = {"T": DATA_TYPES, "T_IND": check.INTEGER_TYPES, "T_AXIS": check.INTEGER_TYPES}
+
+register(OpSpec(OP, 3, _INPUTS, _OUTPUTS, (), _TYPES, _kernel_v3,
+                doc="Scatter updates at indices along axis; last duplicate wins."))
+register(OpSpec(OP, 12, _INPUTS, _OUTPUTS,
+                (Attribute("reduction", "string", "none", REDUCTIONS),
+                 Attribute("use_init_val", "int", 1, (0, 1))),
+                _TYPES, _kernel_v12,
+                doc="Scatter with reduction none/sum/prod/min/max/mean; use_init_val=0 starts touched "
+                    "positions from the reduction's neutral value."))

@@ -1,0 +1,220 @@
+"""Run dialect models in onnxruntime.
+
+prepare_model() rewrites a model so onnxruntime-extensions can run its dialect nodes: every attribute
+written (onnxruntime-extensions requires all declared attributes), ScatterElementsUpdate-3 expressed as -12,
+float16/bfloat16 nodes widened to float32 with Casts (the PyOp API cannot carry them), Unique given an
+explicit axis input and int64 index outputs (Cast to int32 where asked), and the node name recorded for
+error messages. InferenceSession is a drop-in onnxruntime.InferenceSession that does this, registers the
+ops, and turns a failure inside a dialect op into an OpError raised from run() instead of an abort.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+import custom_ops
+from custom_ops._schemas import register_schemas
+from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
+
+from ._model_io import load_model, make_runnable, opset_of
+from .config import DOMAIN
+from .errors import ModelError, OpError
+
+_RUN_LOCK = threading.RLock()  # dialect ops report errors through one process-wide channel
+_WIDENED_CODES = {NUMPY_TO_ONNX[t] for t in WIDENED_TYPES}
+# Inputs/outputs of each op that carry the data type T (widened together).
+_T_INPUTS = {"ScatterElementsUpdate": (0, 2), "ScatterUpdate": (0, 2), "ReduceL2": (0,), "Unique": (0,)}
+
+
+def _ort():
+    from custom_ops import _ort  # registers the PyOps and the invocation hook on first import
+    return _ort
+
+
+def get_library_path() -> str:
+    """Path of the onnxruntime-extensions library to pass to SessionOptions.register_custom_ops_library.
+
+    Importing it here also registers the dialect ops. Models must go through prepare_model() first.
+    """
+    return _ort().get_library_path()
+
+
+def register_ops() -> None:
+    """Register the dialect PyOps with onnxruntime-extensions (idempotent)."""
+    _ort()
+
+
+def _value_types(model: onnx.ModelProto) -> dict[str, int]:
+    register_schemas()
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is a help, not a requirement
+        inferred = model
+    types: dict[str, int] = {}
+
+    def collect(graph):
+        for value in list(graph.input) + list(graph.value_info) + list(graph.output):
+            if value.type.tensor_type.elem_type:
+                types[value.name] = value.type.tensor_type.elem_type
+        for tensor in graph.initializer:
+            types[tensor.name] = tensor.data_type
+        for node in graph.node:
+            if node.op_type == "Constant":
+                for attribute in node.attribute:
+                    if attribute.name == "value":
+                        types[node.output[0]] = attribute.t.data_type
+            for attribute in node.attribute:
+                for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else
+                            list(attribute.graphs)):
+                    collect(sub)
+
+    collect(inferred.graph)
+    return types
+
+
+class _Rewriter:
+    def __init__(self, model: onnx.ModelProto):
+        self.model = model
+        self.opset = opset_of(model, DOMAIN)
+        self.types = _value_types(model)
+        self.count = 0
+
+    def graph(self, graph: onnx.GraphProto) -> None:
+        nodes = []
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    self.graph(attribute.g)
+                for sub in attribute.graphs:
+                    self.graph(sub)
+            if node.domain == DOMAIN:
+                nodes.extend(self.node(node, graph))
+            else:
+                nodes.append(node)
+        del graph.node[:]
+        graph.node.extend(nodes)
+
+    def _type_of(self, node, name: str, port: str) -> int:
+        code = self.types.get(name)
+        if not code:
+            raise ModelError(f"{node.op_type} node {node.name!r}: element type of input {port!r} "
+                             f"({name!r}) is unknown; give the model's inputs typed value_info")
+        return code
+
+    def node(self, node: onnx.NodeProto, graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+        if self.opset is None:
+            raise ModelError(f"node {node.name!r} is in domain {DOMAIN!r} but the model does not "
+                             f"import that domain (add opset_import {DOMAIN!r} version 12)")
+        self.count += 1
+        label = node.name or f"{node.op_type}_{self.count}"
+        spec = custom_ops.resolve(node.op_type, self.opset)
+        given = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        try:
+            attributes = spec.attribute_values(given)
+            for index, port in enumerate(spec.inputs):
+                if index < len(node.input) and node.input[index]:
+                    code = self._type_of(node, node.input[index], port.name)
+                    allowed = spec.type_constraints[port.type_constraint]
+                    if ONNX_TO_NUMPY.get(code) not in allowed:
+                        raise OpError(spec.op_type, f"input '{port.name}'", "unsupported element type",
+                                      value=TensorProto.DataType.Name(code),
+                                      allowed=", ".join(type_name(t) for t in allowed))
+                elif not port.optional:
+                    raise OpError(spec.op_type, f"input '{port.name}'", "is required but missing")
+        except OpError as error:
+            raise error.with_node(label)
+        if node.op_type == "ScatterElementsUpdate" and spec.since_version < 12:
+            attributes = {"reduction": "none", "use_init_val": 1}
+        data_code = self.types[node.input[0]]
+        extra = [helper.make_attribute("_node", label)]
+        inputs, outputs, before, after = list(node.input), list(node.output), [], []
+        if data_code in _WIDENED_CODES:
+            extra.append(helper.make_attribute("_dtype", type_name(ONNX_TO_NUMPY[data_code])))
+            for index in _T_INPUTS[node.op_type]:
+                wide = f"{inputs[index]}__bridge_f32_{self.count}"
+                before.append(helper.make_node("Cast", [inputs[index]], [wide], to=TensorProto.FLOAT))
+                inputs[index] = wide
+            if outputs[0]:
+                wide = f"{outputs[0]}__bridge_f32"
+                after.append(helper.make_node("Cast", [wide], [outputs[0]], to=data_code))
+                outputs[0] = wide
+        else:
+            extra.append(helper.make_attribute("_dtype", ""))
+        if node.op_type == "Unique":
+            absent = len(inputs) < 2 or not inputs[1]
+            if absent:
+                placeholder = f"__bridge_no_axis_{self.count}"
+                graph.initializer.append(numpy_helper.from_array(np.zeros(0, np.int64), placeholder))
+                inputs = inputs[:1] + [placeholder]
+            extra.append(helper.make_attribute("_axis_absent", int(absent)))
+            for index, attr in ((1, "index_element_type"), (2, "index_element_type"),
+                                (3, "count_element_type")):
+                if index < len(outputs) and outputs[index] and attributes[attr] == "i32":
+                    wide = f"{outputs[index]}__bridge_i64"
+                    after.append(helper.make_node("Cast", [wide], [outputs[index]], to=TensorProto.INT32))
+                    outputs[index] = wide
+            attributes = dict(attributes, index_element_type="i64", count_element_type="i64")
+        rewritten = helper.make_node(node.op_type, inputs, outputs, name=node.name, domain=DOMAIN,
+                                     **attributes)
+        rewritten.attribute.extend(extra)
+        return before + [rewritten] + after
+
+
+def prepare_model(model) -> onnx.ModelProto:
+    """A copy of `model` that onnxruntime with onnxruntime-extensions runs with the dialect's semantics.
+
+    For users who build their own onnxruntime.InferenceSession:
+
+        so = onnxruntime.SessionOptions()
+        so.register_custom_ops_library(onnx_bridge.get_library_path())
+        sess = onnxruntime.InferenceSession(onnx_bridge.prepare_model(m).SerializeToString(), so)
+
+    In such a session a failing dialect op cannot raise (onnxruntime-extensions would abort): it
+    returns empty outputs and records the error; custom_ops._ort.take_errors() returns it.
+    onnx_bridge.InferenceSession raises it for you.
+    """
+    model = make_runnable(load_model(model))
+    rewriter = _Rewriter(model)
+    rewriter.graph(model.graph)
+    if rewriter.count and opset_of(model, "") is None:
+        model.opset_import.add(domain="", version=18)  # for the Casts we may have added
+    return model
+
+
+class InferenceSession:
+    """onnxruntime.InferenceSession for models with dialect nodes; same constructor and methods."""
+
+    def __init__(self, model, sess_options=None, providers=None, provider_options=None, **kwargs):
+        prepared = prepare_model(model)
+        options = sess_options or ort.SessionOptions()
+        options.register_custom_ops_library(get_library_path())
+        self.prepared_model = prepared
+        try:
+            self._session = ort.InferenceSession(
+                prepared.SerializeToString(), options,
+                providers=providers or ["CPUExecutionProvider"], provider_options=provider_options, **kwargs)
+        except Exception as exc:
+            raise ModelError(f"onnxruntime refused the model: {exc}") from exc
+
+    def run(self, output_names, input_feed, run_options=None):
+        ort_module = _ort()
+        with _RUN_LOCK:
+            ort_module.take_errors()
+            try:
+                outputs = self._session.run(output_names, input_feed, run_options)
+            except Exception as exc:
+                errors = ort_module.take_errors()
+                if errors:
+                    raise errors[0] from exc
+                raise
+            errors = ort_module.take_errors()
+        if errors:
+            raise errors[0]
+        return outputs
+
+    def __getattr__(self, name):  # get_inputs, get_outputs, get_providers, io_binding, ...
+        return getattr(self._session, name)
