@@ -119,7 +119,7 @@ class _Rewriter:
                 if index < len(node.input) and node.input[index]:
                     code = self._type_of(node, node.input[index], port.name)
                     allowed = spec.type_constraints[port.type_constraint]
-                    if ONNX_TO_NUMPY.get(code) not in allowed:
+                    if code not in ONNX_TO_NUMPY or ONNX_TO_NUMPY[code] not in allowed:
                         raise OpError(spec.op_type, f"input '{port.name}'", "unsupported element type",
                                       value=TensorProto.DataType.Name(code),
                                       allowed=", ".join(type_name(t) for t in allowed))
@@ -190,7 +190,12 @@ class InferenceSession:
 
     def __init__(self, model, sess_options=None, providers=None, provider_options=None, **kwargs):
         prepared = prepare_model(model)
-        options = sess_options or ort.SessionOptions()
+        options = sess_options
+        if options is None:
+            options = ort.SessionOptions()
+            # A failing dialect op reaches the caller as OpError; onnxruntime's own log line about the
+            # node that then sees an empty input would only repeat it.
+            options.log_severity_level = 4
         options.register_custom_ops_library(get_library_path())
         self.prepared_model = prepared
         try:

@@ -1,0 +1,153 @@
+"""Dialect models through onnx_bridge.InferenceSession equal the kernels, for every type combination."""
+import numpy as np
+import onnx
+import pytest
+
+import custom_ops
+import onnx_bridge
+from custom_ops._types import BFLOAT16, DATA_TYPES, INTEGER_TYPES, type_name
+from tests.helpers.models import dialect_model
+
+RNG = np.random.default_rng(0)
+
+
+def _values(dtype, shape):
+    if dtype == np.bool_:
+        return RNG.integers(0, 2, shape).astype(bool)
+    if np.dtype(dtype) in INTEGER_TYPES:
+        info = np.iinfo(dtype)
+        return RNG.integers(max(info.min, -50), min(info.max, 50), shape, endpoint=True).astype(dtype)
+    return (RNG.standard_normal(shape) * 4).astype(dtype)
+
+
+def _indices(dtype, shape, size, negative=True):
+    low = -size if negative and np.dtype(dtype).kind == "i" else 0
+    return RNG.integers(low, size, shape).astype(dtype)
+
+
+def _run(op_type, inputs, attributes):
+    model, feeds = dialect_model(op_type, inputs, attributes)
+    outputs = onnx_bridge.InferenceSession(model).run(None, feeds)
+    expected = custom_ops.resolve(op_type, 12).run(
+        [inputs[k] for k in ("data", "indices", "updates", "axis", "axes") if inputs.get(k) is not None],
+        attributes)
+    assert len(outputs) == len(expected)
+    for got, want in zip(outputs, expected):
+        want = want.astype(np.float32) if want.dtype == BFLOAT16 else want
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def _types(dtypes):
+    return pytest.mark.parametrize("dtype", dtypes, ids=[type_name(t) for t in dtypes])
+
+
+@_types(DATA_TYPES)
+@pytest.mark.parametrize("index_type", INTEGER_TYPES, ids=type_name)
+def test_scatter_elements_update_types(dtype, index_type):
+    reduction = "max" if dtype == np.bool_ else "mean"
+    inputs = dict(data=_values(dtype, (5, 3)), indices=_indices(index_type, (8, 3), 5),
+                  updates=_values(dtype, (8, 3)), axis=np.array(0, np.int64))
+    _run("ScatterElementsUpdate", inputs, {"reduction": reduction, "use_init_val": 0})
+
+
+@pytest.mark.parametrize("axis_type", INTEGER_TYPES, ids=type_name)
+@pytest.mark.parametrize("op_type", ["ScatterElementsUpdate", "ScatterUpdate"])
+def test_axis_types(op_type, axis_type):
+    if op_type == "ScatterUpdate":
+        inputs = dict(data=_values(np.float32, (3, 4)), indices=np.array([3, 0, 3]),
+                      updates=_values(np.float32, (3, 3)), axis=np.array([1], axis_type))
+    else:
+        inputs = dict(data=_values(np.int32, (3, 4)), indices=_indices(np.int64, (3, 6), 4),
+                      updates=_values(np.int32, (3, 6)), axis=np.array(1, axis_type))
+    _run(op_type, inputs, {})
+
+
+@_types(DATA_TYPES)
+@pytest.mark.parametrize("index_type", INTEGER_TYPES, ids=type_name)
+def test_scatter_update_types(dtype, index_type):
+    inputs = dict(data=_values(dtype, (4, 5)), indices=_indices(index_type, (2, 3), 5, negative=False),
+                  updates=_values(dtype, (4, 2, 3)), axis=np.array(-1, np.int8))
+    _run("ScatterUpdate", inputs, {})
+
+
+@_types([t for t in DATA_TYPES if t != np.bool_])
+@pytest.mark.parametrize("axes_type", INTEGER_TYPES, ids=type_name)
+def test_reduce_l2_types(dtype, axes_type):
+    _run("ReduceL2", dict(data=_values(dtype, (3, 4, 2)), axes=np.array([0, 2], axes_type)),
+         {"keep_dims": 1})
+
+
+@_types(DATA_TYPES)
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("sorted_", [0, 1])
+def test_unique_types(dtype, axis, sorted_):
+    data = _values(dtype, (6, 2))[RNG.integers(0, 6, 6)]  # duplicated rows
+    inputs = dict(data=data, axis=None if axis is None else np.array(axis, np.int32))
+    _run("Unique", inputs, {"sorted": sorted_, "index_element_type": "i32"})
+
+
+def test_scatter_elements_update_v3_runs_as_none():
+    inputs = dict(data=np.zeros(4, np.float32), indices=np.array([1, 1, -1]),
+                  updates=np.array([1, 2, 3], np.float32), axis=np.array(0))
+    model, feeds = dialect_model("ScatterElementsUpdate", inputs, opset=3)
+    (out,) = onnx_bridge.InferenceSession(model).run(None, feeds)
+    np.testing.assert_array_equal(out, [0, 2, 0, 3])
+
+
+# Model hygiene ----------------------------------------------------------------------------------
+
+def _small_model(**kwargs):
+    return dialect_model("ReduceL2", dict(data=np.ones((2, 2), np.float32), axes=np.array([1])), **kwargs)
+
+
+def test_ir14_model_from_onnx_123_runs(tmp_path):
+    model, feeds = _small_model()
+    model.ir_version = 14
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    for source in (path, str(path), path.read_bytes(), model):
+        (out,) = onnx_bridge.InferenceSession(source).run(None, feeds)
+        np.testing.assert_allclose(out, [np.sqrt(2)] * 2, rtol=1e-7)
+
+
+@pytest.mark.parametrize("source, message", [
+    ("missing.onnx", "not found"), (b"not a model", "not a valid ONNX model"), (3, "expected a path")])
+def test_unreadable_models(tmp_path, source, message):
+    with pytest.raises(onnx_bridge.ModelError, match=message):
+        onnx_bridge.InferenceSession(tmp_path / source if isinstance(source, str) else source)
+
+
+def test_opset_too_new_is_a_clear_error():
+    model, _ = _small_model()
+    model.opset_import[0].version = 28
+    with pytest.raises(onnx_bridge.ModelError, match="opset 28"):
+        onnx_bridge.InferenceSession(model)
+
+
+def test_missing_domain_import():
+    model, _ = _small_model()
+    del model.opset_import[1]
+    with pytest.raises(onnx_bridge.ModelError, match="does not import"):
+        onnx_bridge.InferenceSession(model)
+
+
+def test_unsupported_type_fails_at_creation():
+    model, _ = dialect_model("ReduceL2", dict(data=np.ones(2, bool), axes=np.array([0])))
+    with pytest.raises(onnx_bridge.OpError, match=r"ReduceL2 \(node 'node'\): input 'data'.*BOOL"):
+        onnx_bridge.InferenceSession(model)
+
+
+def test_bad_attribute_fails_at_creation():
+    model, _ = dialect_model("ScatterElementsUpdate", dict(
+        data=np.zeros(2, np.float32), indices=np.array([0]), updates=np.ones(1, np.float32),
+        axis=np.array(0)), {"reduction": "average"})
+    with pytest.raises(onnx_bridge.OpError, match="reduction.*'average'.*allowed: none, sum"):
+        onnx_bridge.InferenceSession(model)
+
+
+def test_drop_in_methods():
+    model, feeds = _small_model()
+    session = onnx_bridge.InferenceSession(model)
+    assert [i.name for i in session.get_inputs()] == list(feeds)
+    assert session.get_providers() == ["CPUExecutionProvider"]
