@@ -186,10 +186,31 @@ def prepare_model(model) -> onnx.ModelProto:
 
 
 class InferenceSession:
-    """onnxruntime.InferenceSession for models with dialect nodes; same constructor and methods."""
+    """onnxruntime.InferenceSession for models with dialect nodes; same constructor and methods.
 
-    def __init__(self, model, sess_options=None, providers=None, provider_options=None, **kwargs):
-        prepared = prepare_model(model)
+    lower=True (default): nodes with an exact standard-ONNX lowering (converters.convert in strict mode,
+    so the standard graph agrees on every input, valid or not) run as native onnxruntime kernels; the
+    rest run as Python custom ops. lower=False runs every dialect node as a Python custom op.
+    If a run fails inside a lowered node, the inputs are replayed through the custom ops so the error
+    is the dialect's OpError (naming node, input and value) rather than onnxruntime's message.
+    """
+
+    def __init__(self, model, sess_options=None, providers=None, provider_options=None, *, lower=True,
+                 **kwargs):
+        source = load_model(model)
+        self.conversion_report = None
+        self._fallback = None
+        self._session_args = (sess_options, providers, provider_options, kwargs)
+        if lower and _has_dialect_nodes(source) and _converter() is not None:
+            lowered, self.conversion_report = _converter()(source, to="standard", strict=True)
+            self._fallback = source
+            source = lowered
+        self.prepared_model = prepare_model(source)
+        self._uses_pyops = _has_dialect_nodes(self.prepared_model)
+        self._session = self._create(self.prepared_model)
+
+    def _create(self, prepared):
+        sess_options, providers, provider_options, kwargs = self._session_args
         options = sess_options
         if options is None:
             options = ort.SessionOptions()
@@ -197,29 +218,72 @@ class InferenceSession:
             # node that then sees an empty input would only repeat it.
             options.log_severity_level = 4
         options.register_custom_ops_library(get_library_path())
-        self.prepared_model = prepared
         try:
-            self._session = ort.InferenceSession(
-                prepared.SerializeToString(), options,
-                providers=providers or ["CPUExecutionProvider"], provider_options=provider_options, **kwargs)
+            return ort.InferenceSession(prepared.SerializeToString(), options,
+                                        providers=providers or ["CPUExecutionProvider"],
+                                        provider_options=provider_options, **kwargs)
         except Exception as exc:
             raise ModelError(f"onnxruntime refused the model: {exc}") from exc
 
     def run(self, output_names, input_feed, run_options=None):
-        ort_module = _ort()
-        with _RUN_LOCK:
-            ort_module.take_errors()
-            try:
-                outputs = self._session.run(output_names, input_feed, run_options)
-            except Exception as exc:
-                errors = ort_module.take_errors()
-                if errors:
-                    raise errors[0] from exc
+        try:
+            if not self._uses_pyops:
+                return self._session.run(output_names, input_feed, run_options)
+            return _run_collecting_errors(self._session, output_names, input_feed, run_options)
+        except OpError:
+            raise
+        except Exception as native_error:
+            if self._fallback is None:
                 raise
-            errors = ort_module.take_errors()
-        if errors:
-            raise errors[0]
-        return outputs
+            # Replay through the custom ops: an invalid input gets the dialect's own error.
+            if not isinstance(self._fallback, ort.InferenceSession):
+                self._fallback = self._create(prepare_model(self._fallback))
+            try:
+                _run_collecting_errors(self._fallback, output_names, input_feed, run_options)
+            except OpError as error:
+                raise error from native_error
+            except Exception:
+                pass
+            raise
 
     def __getattr__(self, name):  # get_inputs, get_outputs, get_providers, io_binding, ...
         return getattr(self._session, name)
+
+
+def _converter():
+    try:
+        from converters import convert
+    except ImportError:  # the converter package is optional while it is being built
+        return None
+    return convert
+
+
+def _has_dialect_nodes(model: onnx.ModelProto) -> bool:
+    def visit(graph):
+        for node in graph.node:
+            if node.domain == DOMAIN:
+                return True
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH and visit(attribute.g):
+                    return True
+                if any(visit(g) for g in attribute.graphs):
+                    return True
+        return False
+    return visit(model.graph)
+
+
+def _run_collecting_errors(session, output_names, input_feed, run_options):
+    ort_module = _ort()
+    with _RUN_LOCK:
+        ort_module.take_errors()
+        try:
+            outputs = session.run(output_names, input_feed, run_options)
+        except Exception as exc:
+            errors = ort_module.take_errors()
+            if errors:
+                raise errors[0] from exc
+            raise
+        errors = ort_module.take_errors()
+    if errors:
+        raise errors[0]
+    return outputs

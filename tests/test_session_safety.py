@@ -101,3 +101,30 @@ def test_never_aborts(name):
                             text=True, timeout=120)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stderr[-2000:]}"
     assert result.stdout.splitlines() == expected, result.stderr[-2000:]
+
+
+def test_other_pyops_keep_the_stock_marshaling():
+    """Our invocation hook hands PyOps that are not ours to onnxruntime-extensions' own (string outputs)."""
+    body = """
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+        from onnxruntime_extensions import PyCustomOpDef, onnx_op
+        onnx_bridge.register_ops()
+        @onnx_op(op_type="user.test::Shout", inputs=[PyCustomOpDef.dt_string],
+                 outputs=[PyCustomOpDef.dt_string])
+        def shout(x):
+            return np.array([s.upper() for s in x.tolist()])
+        node = helper.make_node("Shout", ["x"], ["y"], domain="user.test")
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.STRING, [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18),
+                                  helper.make_opsetid("user.test", 1)], ir_version=10)
+        options = ort.SessionOptions()
+        options.register_custom_ops_library(onnx_bridge.get_library_path())
+        session = ort.InferenceSession(model.SerializeToString(), options)
+        print(session.run(None, {"x": np.array(["a", "bc"])})[0].tolist())
+    """
+    result = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["['A', 'BC']"]
