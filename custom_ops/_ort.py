@@ -65,7 +65,8 @@ class _Registration:
                           node=node) from error
         if not isinstance(values, tuple):
             values = (values,)
-        return [np.ascontiguousarray(v, dtype=d) for v, d in zip(values, self.output_dtypes)]
+        # np.require, not np.ascontiguousarray: the latter turns a 0-D result into shape (1,).
+        return [np.require(v, dtype=d, requirements="C") for v, d in zip(values, self.output_dtypes)]
 
 
 
