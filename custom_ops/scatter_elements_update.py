@@ -5,6 +5,8 @@ Each element of `updates` goes to its own index with the `axis` coordinate repla
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from onnx_bridge.errors import OpError
@@ -86,7 +88,7 @@ def scatter_elements_update(data, indices, updates, axis, reduction="none", use_
         if reduction == "none":
             np.put(flat, positions, values)  # sequential: the last duplicate wins
         elif reduction == "mean":
-            _mean(flat, positions, values, use_init_val)
+            _mean(flat, positions, values, use_init_val, _Targets(data.shape, indices, axis, positions))
         else:
             if not use_init_val:
                 flat[positions] = neutral_value(reduction, data.dtype)
@@ -94,9 +96,38 @@ def scatter_elements_update(data, indices, updates, axis, reduction="none", use_
     return out if out.dtype == data.dtype else out.astype(data.dtype)
 
 
-def _mean(flat: np.ndarray, positions: np.ndarray, values: np.ndarray, use_init_val: int) -> None:
-    touched, inverse, counts = np.unique(positions, return_inverse=True, return_counts=True)
-    counts += use_init_val
+class _Targets:
+    """The distinct targets of a scatter: touched flat positions (ascending), how many updates each gets,
+    and (for integer sums) the touched-position number of every update.
+
+    Counting is dense over the sub-box of data the indices can reach (indices' shape with the axis dim
+    widened to data's) when that box is small, otherwise sort-based (np.unique).
+    """
+
+    def __init__(self, data_shape, indices: np.ndarray, axis: int, positions: np.ndarray):
+        self.box = indices.shape[:axis] + (data_shape[axis],) + indices.shape[axis + 1:]
+        self.data_shape, self.positions = data_shape, positions
+        self.dense = math.prod(self.box) <= 16 * positions.size + 65536
+        if self.dense:
+            self.box_positions = target_positions(self.box, indices, axis).reshape(-1)
+            box_counts = np.bincount(self.box_positions, minlength=math.prod(self.box))
+            self.touched_in_box = np.flatnonzero(box_counts)
+            self.touched = np.ravel_multi_index(np.unravel_index(self.touched_in_box, self.box), data_shape)
+            self.counts = box_counts[self.touched_in_box]
+        else:
+            self.touched, self.counts = np.unique(positions, return_counts=True)
+
+    def group_of_updates(self) -> np.ndarray:
+        if not self.dense:
+            return np.searchsorted(self.touched, self.positions)
+        rank = np.zeros(math.prod(self.box), np.intp)
+        rank[self.touched_in_box] = np.arange(self.touched_in_box.size)
+        return rank[self.box_positions]
+
+
+def _mean(flat: np.ndarray, positions: np.ndarray, values: np.ndarray, use_init_val: int,
+          targets: _Targets) -> None:
+    touched, counts = targets.touched, targets.counts + use_init_val
     if not is_integer(flat.dtype):
         if not use_init_val:
             flat[touched] = 0
@@ -109,7 +140,7 @@ def _mean(flat: np.ndarray, positions: np.ndarray, values: np.ndarray, use_init_
     magnitude = max(magnitude, max((abs(int(a.max())) for a in (values, start) if a.size), default=0))
     exact = np.int64 if magnitude * int(counts.max()) < 2**63 else object
     sums = np.zeros(len(touched), dtype=exact)
-    np.add.at(sums, inverse, values.astype(exact))
+    np.add.at(sums, targets.group_of_updates(), values.astype(exact))
     if use_init_val:
         sums += start.astype(exact)
     flat[touched] = np.asarray(sums // counts.astype(exact)).astype(flat.dtype)

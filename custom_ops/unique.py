@@ -18,20 +18,63 @@ INDEX_TYPES = ("i64", "i32")
 _NUMPY_INDEX = {"i64": np.dtype(np.int64), "i32": np.dtype(np.int32)}
 
 
-def _sort_keys(values: np.ndarray) -> np.ndarray:
-    """Values whose order and equality are the contract's: -0.0 -> 0.0; NaN stays NaN (sorts last)."""
+def _codes(values: np.ndarray) -> np.ndarray:
+    """Unsigned integers whose order and equality are the contract's for `values` (any shape).
+
+    Floats: -0.0 -> +0.0, every NaN -> one code above +inf (all NaNs equal, sorted last), then the usual
+    order-preserving map of IEEE bits (negative: all bits flipped; positive: sign bit set). Signed
+    integers: sign bit flipped. bool and unsigned integers: as they are.
+    """
     if is_float(values.dtype):
-        keys = values.astype(np.float64 if values.dtype == np.float64 else np.float32)
-        return keys + 0.0  # -0.0 + 0.0 == +0.0
+        wide = np.float64 if values.dtype == np.float64 else np.float32
+        keys = values.astype(wide, order="C")  # a fresh array, changed in place below
+        keys += wide(0.0)  # -0.0 + 0.0 == +0.0
+        nan = np.isnan(keys)
+        bits = keys.view(np.int64 if wide == np.float64 else np.int32)
+        flip = bits >> (bits.itemsize * 8 - 1)
+        flip |= np.iinfo(bits.dtype).min
+        bits ^= flip
+        codes = bits.view(np.uint64 if wide == np.float64 else np.uint32)
+        if nan.any():
+            codes[nan] = codes.dtype.type(np.iinfo(codes.dtype).max)  # above +inf's code
+        return codes
+    if values.dtype == np.bool_:
+        return values.view(np.uint8)
+    if values.dtype.kind == "i":
+        unsigned = np.dtype(f"u{values.dtype.itemsize}")
+        return values.view(unsigned) ^ unsigned.type(1 << (values.dtype.itemsize * 8 - 1))
     return values
 
 
-def _equal_neighbours(keys: np.ndarray) -> np.ndarray:
-    """keys[i] == keys[i-1] for sorted rows of keys (2-D: n x width), NaN equal to NaN."""
-    same = keys[1:] == keys[:-1]
-    if keys.dtype.kind == "f":
-        same |= np.isnan(keys[1:]) & np.isnan(keys[:-1])
-    return same.all(axis=1) if keys.ndim == 2 else same
+def _sorted_rows(codes: np.ndarray):
+    """(order, keys in that order): a stable sort of the rows of `codes` (n x width), lexicographic.
+
+    Rows are packed into one uint64 per row when their value ranges fit, with the row number in the low
+    bits when it also fits (one plain sort, unique keys, so stable); otherwise a stable argsort of the
+    packed key; otherwise np.lexsort over the columns. Returned keys compare equal iff rows are equal.
+    """
+    count, width = codes.shape
+    low = codes.min(axis=0).astype(np.uint64)
+    spans = codes.max(axis=0).astype(np.uint64) - low
+    widths = [int(span).bit_length() for span in spans]
+    index_bits = (count - 1).bit_length()
+    if sum(widths) > 64:
+        order = np.lexsort(codes.T[::-1])  # stable: first column most significant
+        return order, codes[order]
+    packed = np.zeros(count, np.uint64)
+    for column, bits in enumerate(widths):
+        if bits:
+            packed <<= np.uint64(bits)
+            packed |= codes[:, column].astype(np.uint64) - low[column]
+    if sum(widths) + index_bits <= 64:
+        packed <<= np.uint64(index_bits)
+        packed |= np.arange(count, dtype=np.uint64)
+        packed.sort()
+        order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.intp)
+        packed >>= np.uint64(index_bits)
+        return order, packed
+    order = np.argsort(packed, kind="stable")
+    return order, packed[order]
 
 
 def unique(data, axis=None, sorted=1, index_element_type="i64", count_element_type="i64"):
@@ -59,7 +102,8 @@ def unique(data, axis=None, sorted=1, index_element_type="i64", count_element_ty
         values = data.reshape(-1)[first]
     else:
         values = np.take(data, first, axis=axis)
-    return (values, first.astype(index_type), inverse.astype(index_type), counts.astype(count_type))
+    return (values, first.astype(index_type, copy=False), inverse.astype(index_type, copy=False),
+            counts.astype(count_type, copy=False))
 
 
 def _group(slices: np.ndarray, sorted_: int):
@@ -70,19 +114,17 @@ def _group(slices: np.ndarray, sorted_: int):
         return empty, empty, empty
     if width == 0:  # slices of size 0 are all equal
         return np.zeros(1, np.int64), np.zeros(count, np.int64), np.array([count], np.int64)
-    keys = _sort_keys(slices)
-    if width == 1:
-        keys = keys[:, 0]
-        order = np.argsort(keys, kind="stable")
-    else:
-        order = np.lexsort(keys.T[::-1])  # stable: first column most significant
-    starts = np.ones(count, dtype=bool)
-    starts[1:] = ~_equal_neighbours(keys[order])
-    group_of_sorted = np.cumsum(starts) - 1
+    order, keys = _sorted_rows(_codes(slices))
+    starts = np.empty(count, dtype=bool)
+    starts[0] = True
+    different = keys[1:] != keys[:-1]
+    starts[1:] = different.any(axis=1) if different.ndim == 2 else different
     first = order[starts]  # stable sort: the first element of a group is its first occurrence
     counts = np.diff(np.append(np.flatnonzero(starts), count))
     inverse = np.empty(count, np.int64)
-    inverse[order] = group_of_sorted
+    group = np.cumsum(starts)
+    group -= 1
+    inverse[order] = group
     if not sorted_:
         by_occurrence = np.argsort(first, kind="stable")
         rank = np.empty_like(by_occurrence)
