@@ -1,0 +1,43 @@
+"""OpenVINO IR <-> ONNX.
+
+import_ir(xml_path_or_ov_model) -> onnx.ModelProto
+    Reads IR v10/v11 with OpenVINO's own reader and converts it op by op: the four dialect ops become
+    nodes of domain org.openvinotoolkit (opset 12), the common core (supported_ops()) standard ONNX
+    opset 18. Anything else stops with one ConversionError listing every unsupported op type and count.
+export_ir(onnx_model, xml_path)
+    Loads a dialect (or standard) ONNX model into OpenVINO, dialect nodes as native ops, and saves IR.
+to_openvino(onnx_model) -> openvino.Model
+    The loading step of export_ir (onnx_bridge.backends.openvino.read_onnx: a ConversionExtension per
+    dialect op).
+
+OpenVINO is an optional dependency, imported when these functions are called.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+
+from onnx_bridge.errors import ModelError
+
+from . import rules  # noqa: F401  (registers the import rules)
+from ._exporter import export_ir, openvino, to_openvino
+from ._importer import import_model
+from ._registry import supported_ops
+
+__all__ = ["import_ir", "export_ir", "to_openvino", "supported_ops"]
+
+
+def import_ir(model, weights=None) -> onnx.ModelProto:
+    """ONNX model of an OpenVINO IR (path of the .xml; the .bin beside it) or of an openvino.Model."""
+    ov = openvino()
+    if isinstance(model, ov.Model):
+        return import_model(model, source=f"openvino.Model {model.get_friendly_name()!r}")
+    path = Path(model)
+    if not path.is_file():
+        raise ModelError(f"OpenVINO IR not found: {path}")
+    try:
+        ov_model = ov.Core().read_model(str(path), None if weights is None else str(weights))
+    except Exception as exc:
+        raise ModelError(f"OpenVINO cannot read {path}: {exc}") from None
+    return import_model(ov_model, source=str(path), doc=f"imported from OpenVINO IR {path.name}")

@@ -1,0 +1,54 @@
+"""Import rules: OpenVINO (op type, opset version) -> a handler that emits ONNX nodes.
+
+The version is the one OpenVINO records for the op (its type_info version_id "opsetN", the `version`
+attribute of an IR layer): usually the op's own version, but not always (LogicalXor-1 is "opset2",
+ScatterNDUpdate-3 "opset4"). A rule is registered for the exact versions whose semantics it reproduces;
+a version nobody registered is unsupported (a newer version of an op may behave differently).
+
+    @rule("Add", "Multiply", versions=(1,))
+    def binary(ctx, node): ...
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+#: (OpenVINO type name, opset version) -> handler(ctx, node)
+RULES: dict[tuple[str, int], Callable] = {}
+
+
+class Unsupported(Exception):
+    """A supported op used in a configuration the import cannot express (the reason says which)."""
+
+
+def rule(*names: str, versions: tuple[int, ...]):
+    def register(handler):
+        for name in names:
+            for version in versions:
+                key = (name, version)
+                if key in RULES:
+                    raise RuntimeError(f"two import rules for {name}-{version}")
+                RULES[key] = handler
+        return handler
+    return register
+
+
+def op_key(node) -> tuple[str, int | None]:
+    """(type name, opset number) of an OpenVINO node; version None for non-opset (extension) ops."""
+    info = node.get_type_info()
+    match = re.fullmatch(r"opset(\d+)", info.version_id or "")
+    return info.name, int(match.group(1)) if match else None
+
+
+def op_label(node) -> str:
+    name, version = op_key(node)
+    return f"{name}-{version}" if version is not None else f"{name} ({node.get_type_info().version_id})"
+
+
+def find(node) -> Callable | None:
+    return RULES.get(op_key(node))
+
+
+def supported_ops() -> list[str]:
+    """Every supported OpenVINO op as 'Name-version', sorted."""
+    return [f"{name}-{version}" for name, version in sorted(RULES)]

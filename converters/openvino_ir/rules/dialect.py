@@ -1,0 +1,46 @@
+"""The four OpenVINO ops of the dialect, kept as nodes of domain org.openvinotoolkit (DIALECT.md).
+
+OpenVINO bool attributes become INT 0/1. ScatterElementsUpdate-3 is the opset-12 op with its defaults
+(reduction none, use_init_val 1), so every model imports at domain opset 12.
+"""
+from __future__ import annotations
+
+from onnx_bridge.config import DOMAIN
+
+from .._registry import rule
+
+
+def _dialect(ctx, node, **attributes):
+    inputs = [ctx.inp(node, i) for i in range(node.get_input_size())]
+    outputs = [ctx.out(node, i) for i in range(node.get_output_size())]
+    ctx.emit(node.get_type_name(), inputs, outputs, domain=DOMAIN, **attributes)
+
+
+@rule("ScatterElementsUpdate", versions=(3,))
+def scatter_elements_update_3(ctx, node):
+    _dialect(ctx, node)
+
+
+@rule("ScatterElementsUpdate", versions=(12,))
+def scatter_elements_update_12(ctx, node):
+    attributes = node.get_attributes()
+    _dialect(ctx, node, reduction=str(attributes["reduction"]).lower(),
+             use_init_val=int(bool(attributes["use_init_val"])))
+
+
+@rule("ScatterUpdate", versions=(3,))
+def scatter_update(ctx, node):
+    _dialect(ctx, node)
+
+
+@rule("ReduceL2", versions=(4,))
+def reduce_l2(ctx, node):
+    _dialect(ctx, node, keep_dims=int(bool(node.get_attributes()["keep_dims"])))
+
+
+@rule("Unique", versions=(10,))
+def unique(ctx, node):
+    attributes = node.get_attributes()
+    _dialect(ctx, node, sorted=int(bool(attributes["sorted"])),
+             index_element_type=str(attributes["index_element_type"]),
+             count_element_type=str(attributes["count_element_type"]))

@@ -1,0 +1,209 @@
+"""Elementwise ops: arithmetic, comparisons, logic, activations.
+
+OpenVINO's `numpy` (and `none`) auto-broadcast is ONNX's multidirectional broadcasting; `pdpd` is not
+supported.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from onnx import TensorProto
+
+from .._registry import Unsupported, rule
+from .._types import FLOAT_CODES, INTEGER_CODES, UNSIGNED_CODES, numpy_type
+
+_BINARY = {
+    "Add": "Add", "Subtract": "Sub", "Multiply": "Mul", "Power": "Pow", "Maximum": "Max", "Minimum": "Min",
+    "Equal": "Equal", "Less": "Less", "LessEqual": "LessOrEqual", "Greater": "Greater",
+    "GreaterEqual": "GreaterOrEqual", "LogicalAnd": "And", "LogicalOr": "Or",
+}
+_UNARY = {
+    "Abs": "Abs", "Acos": "Acos", "Asin": "Asin", "Atan": "Atan", "Ceiling": "Ceil", "Cos": "Cos",
+    "Cosh": "Cosh", "Erf": "Erf", "Exp": "Exp", "Floor": "Floor", "Log": "Log", "Negative": "Neg",
+    "Relu": "Relu", "Sigmoid": "Sigmoid", "Sign": "Sign", "Sin": "Sin", "Sinh": "Sinh", "Sqrt": "Sqrt",
+    "Tan": "Tan", "Tanh": "Tanh", "LogicalNot": "Not",
+}
+
+
+def broadcast_inputs(ctx, node, count: int = 2) -> list[str]:
+    mode = node.get_attributes().get("auto_broadcast", "numpy")
+    if mode not in ("numpy", "none"):
+        raise Unsupported(f"auto_broadcast={mode!r} (only numpy and none)")
+    return [ctx.inp(node, i) for i in range(count)]
+
+
+@rule(*_BINARY, versions=(1,))
+def binary(ctx, node):
+    ctx.emit(_BINARY[node.get_type_name()], broadcast_inputs(ctx, node), [ctx.out(node)])
+
+
+@rule("LogicalXor", versions=(2,))  # LogicalXor-1 is recorded as opset2
+def logical_xor(ctx, node):
+    ctx.emit("Xor", broadcast_inputs(ctx, node), [ctx.out(node)])
+
+
+@rule("NotEqual", versions=(1,))
+def not_equal(ctx, node):
+    ctx.emit("Not", [ctx.emit("Equal", broadcast_inputs(ctx, node))], [ctx.out(node)])
+
+
+@rule("SquaredDifference", versions=(1,))
+def squared_difference(ctx, node):
+    difference = ctx.emit("Sub", broadcast_inputs(ctx, node))
+    ctx.emit("Mul", [difference, difference], [ctx.out(node)])
+
+
+@rule("Divide", versions=(1,))
+def divide(ctx, node):
+    a, b = broadcast_inputs(ctx, node)
+    code = ctx.out_elem(node)
+    floor = node.get_attributes().get("m_pythondiv", True)
+    if code not in INTEGER_CODES or code in UNSIGNED_CODES or not floor:
+        ctx.emit("Div", [a, b], [ctx.out(node)])
+        return
+    # m_pythondiv (default true): signed integer division rounds toward -inf (OpenVINO's reference and
+    # constant folding; its CPU plugin truncates, a divergence). ONNX Div truncates: step down by one
+    # where the remainder is non-zero and its sign differs from the divisor's.
+    quotient = ctx.emit("Div", [a, b])
+    remainder = ctx.emit("Mod", [a, b], fmod=1)
+    zero = ctx.const(np.zeros((), numpy_type(code)), "zero")
+    nonzero = ctx.emit("Not", [ctx.emit("Equal", [remainder, zero])])
+    signs_differ = ctx.emit("Xor", [ctx.emit("Less", [remainder, zero]), ctx.emit("Less", [b, zero])])
+    step = ctx.emit("Cast", [ctx.emit("And", [nonzero, signs_differ])], to=code)
+    ctx.emit("Sub", [quotient, step], [ctx.out(node)])
+
+
+@rule("Mod", versions=(1,))
+def mod(ctx, node):  # truncated remainder: the sign of the dividend (C fmod)
+    ctx.emit("Mod", broadcast_inputs(ctx, node), [ctx.out(node)], fmod=1)
+
+
+@rule("FloorMod", versions=(1,))
+def floor_mod(ctx, node):  # remainder with the sign of the divisor (Python %)
+    a, b = broadcast_inputs(ctx, node)
+    code = ctx.out_elem(node)
+    if code not in FLOAT_CODES:
+        ctx.emit("Mod", [a, b], [ctx.out(node)], fmod=0)
+        return
+    # ONNX Mod on floats needs fmod=1 (truncated); add the divisor where the signs differ.
+    remainder = ctx.emit("Mod", [a, b], fmod=1)
+    zero = ctx.const(np.zeros((), numpy_type(code)), "zero")
+    nonzero = ctx.emit("Not", [ctx.emit("Equal", [remainder, zero])])
+    signs_differ = ctx.emit("Xor", [ctx.emit("Less", [remainder, zero]), ctx.emit("Less", [b, zero])])
+    adjust = ctx.emit("And", [nonzero, signs_differ])
+    ctx.emit("Where", [adjust, ctx.emit("Add", [remainder, b]), remainder], [ctx.out(node)])
+
+
+@rule("Select", versions=(1,))
+def select(ctx, node):
+    ctx.emit("Where", broadcast_inputs(ctx, node, 3), [ctx.out(node)])
+
+
+@rule(*_UNARY, versions=(1,))
+def unary(ctx, node):
+    ctx.emit(_UNARY[node.get_type_name()], [ctx.inp(node, 0)], [ctx.out(node)])
+
+
+@rule("Asinh", "Acosh", "Atanh", versions=(4,))  # the v3 ops, recorded as opset4
+def unary_v3(ctx, node):
+    ctx.emit(node.get_type_name(), [ctx.inp(node, 0)], [ctx.out(node)])
+
+
+@rule("SoftPlus", versions=(4,))
+def softplus(ctx, node):
+    ctx.emit("Softplus", [ctx.inp(node, 0)], [ctx.out(node)])
+
+
+@rule("SoftSign", versions=(9,))
+def softsign(ctx, node):
+    ctx.emit("Softsign", [ctx.inp(node, 0)], [ctx.out(node)])
+
+
+@rule("HSwish", versions=(4,))
+def hswish(ctx, node):
+    ctx.emit("HardSwish", [ctx.inp(node, 0)], [ctx.out(node)])
+
+
+@rule("HSigmoid", versions=(5,))
+def hsigmoid(ctx, node):  # min(max(x + 3, 0), 6) / 6
+    ctx.emit("HardSigmoid", [ctx.inp(node, 0)], [ctx.out(node)], alpha=1.0 / 6.0, beta=0.5)
+
+
+@rule("Mish", versions=(4,))
+def mish(ctx, node):
+    ctx.emit("Mish", [ctx.inp(node, 0)], [ctx.out(node)])
+
+
+@rule("Swish", versions=(4,))
+def swish(ctx, node):  # x * sigmoid(beta * x), beta optional (1)
+    x = ctx.inp(node, 0)
+    scaled = ctx.emit("Mul", [x, ctx.inp(node, 1)]) if node.get_input_size() > 1 else x
+    ctx.emit("Mul", [x, ctx.emit("Sigmoid", [scaled])], [ctx.out(node)])
+
+
+@rule("Elu", versions=(1,))
+def elu(ctx, node):
+    ctx.emit("Elu", [ctx.inp(node, 0)], [ctx.out(node)], alpha=float(node.get_attributes()["alpha"]))
+
+
+@rule("Gelu", versions=(2, 7))
+def gelu(ctx, node):
+    mode = node.get_attributes().get("approximation_mode", "ERF").lower()
+    x = ctx.inp(node, 0)
+    dtype = numpy_type(ctx.elem(node, 0))
+    half = ctx.const(np.array(0.5, dtype), "half")
+    one = ctx.const(np.array(1.0, dtype), "one")
+    if mode == "erf":  # 0.5 x (1 + erf(x / sqrt 2))
+        inner = ctx.emit("Erf", [ctx.emit("Mul", [x, ctx.const(np.array(1 / math.sqrt(2), dtype), "c")])])
+    elif mode == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        cube = ctx.emit("Mul", [ctx.emit("Mul", [x, x]), x])
+        poly = ctx.emit("Add", [x, ctx.emit("Mul", [cube, ctx.const(np.array(0.044715, dtype), "c")])])
+        inner = ctx.emit("Tanh", [ctx.emit("Mul", [poly, ctx.const(np.array(math.sqrt(2 / math.pi), dtype),
+                                                                   "c")])])
+    else:
+        raise Unsupported(f"approximation_mode={mode!r}")
+    ctx.emit("Mul", [ctx.emit("Mul", [x, half]), ctx.emit("Add", [one, inner])], [ctx.out(node)])
+
+
+@rule("Clamp", versions=(1,))
+def clamp(ctx, node):
+    attributes = node.get_attributes()
+    code = ctx.elem(node, 0)
+    low, high = float(attributes["min"]), float(attributes["max"])
+    if code in INTEGER_CODES:  # OpenVINO rounds the float bounds inward for integer data
+        info = np.iinfo(numpy_type(code))
+        low, high = max(math.ceil(low), info.min), min(math.floor(high), info.max)
+    dtype = numpy_type(code)
+    ctx.emit("Clip", [ctx.inp(node, 0), ctx.const(np.array(low, dtype), "min"),
+                      ctx.const(np.array(high, dtype), "max")], [ctx.out(node)])
+
+
+@rule("Round", versions=(5,))
+def round_(ctx, node):
+    mode = node.get_attributes().get("mode", "half_to_even")
+    x = ctx.inp(node, 0)
+    if ctx.elem(node, 0) not in FLOAT_CODES:
+        ctx.emit("Identity", [x], [ctx.out(node)])
+    elif mode == "half_to_even":
+        ctx.emit("Round", [x], [ctx.out(node)])
+    elif mode == "half_away_from_zero":  # sign(x) * floor(|x| + 0.5)
+        half = ctx.const(np.array(0.5, numpy_type(ctx.elem(node, 0))), "half")
+        magnitude = ctx.emit("Floor", [ctx.emit("Add", [ctx.emit("Abs", [x]), half])])
+        ctx.emit("Mul", [ctx.emit("Sign", [x]), magnitude], [ctx.out(node)])
+    else:
+        raise Unsupported(f"mode={mode!r}")
+
+
+@rule("BitwiseAnd", "BitwiseOr", "BitwiseXor", versions=(13,))
+def bitwise(ctx, node):
+    ops = {"BitwiseAnd": ("BitwiseAnd", "And"), "BitwiseOr": ("BitwiseOr", "Or"),
+           "BitwiseXor": ("BitwiseXor", "Xor")}[node.get_type_name()]
+    op = ops[1] if ctx.out_elem(node) == TensorProto.BOOL else ops[0]
+    ctx.emit(op, broadcast_inputs(ctx, node), [ctx.out(node)])
+
+
+@rule("BitwiseNot", versions=(13,))
+def bitwise_not(ctx, node):
+    op = "Not" if ctx.out_elem(node) == TensorProto.BOOL else "BitwiseNot"
+    ctx.emit(op, [ctx.inp(node, 0)], [ctx.out(node)])

@@ -1,0 +1,35 @@
+"""Graph boundary and type conversion: Parameter, Constant, Result, Convert, ConvertLike."""
+from __future__ import annotations
+
+from .._registry import rule
+from .._types import constant_array, value_info
+
+
+@rule("Parameter", versions=(1,))
+def parameter(ctx, node):
+    name = ctx.out(node)
+    # Dynamic dims become symbols named <input>_<axis>: OpenVINO IR does not record which are equal.
+    ctx.inputs[node.get_name()] = value_info(name, ctx.out_elem(node), node.get_output_partial_shape(0),
+                                              dim_prefix=name)
+
+
+@rule("Constant", versions=(1,))
+def constant(ctx, node):
+    ctx.const(constant_array(node), name=ctx.out(node))
+
+
+@rule("Result", versions=(1,))
+def result(ctx, node):
+    ctx.outputs[node.get_name()] = ctx.inp(node, 0)
+
+
+@rule("Convert", versions=(1,))
+def convert(ctx, node):
+    # Float -> integer truncates toward zero in both; out-of-range values saturate in OpenVINO's CPU
+    # plugin but are undefined in ONNX Cast (see docs/openvino_ir.md).
+    ctx.emit("Cast", [ctx.inp(node, 0)], [ctx.out(node)], to=ctx.out_elem(node))
+
+
+@rule("ConvertLike", versions=(1,))
+def convert_like(ctx, node):
+    ctx.emit("CastLike", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)])

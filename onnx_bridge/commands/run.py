@@ -1,0 +1,285 @@
+"""`onnx-bridge run MODEL`: run a dialect or standard ONNX model, or an OpenVINO IR (.xml, imported with
+converters.openvino_ir.import_ir), in onnxruntime through onnx_bridge.InferenceSession.
+
+Inputs come from --inputs (an .npz keyed by input name) or are generated from the model's input types and
+shapes (--seed):
+- every symbolic or unknown dimension gets the same size, --dim-size (4); --dim NAME=SIZE sets one by name
+  (the same size everywhere keeps inputs whose dims must agree consistent, even when their names differ);
+- floats are standard normal, bools fair coin flips;
+- integers are indices in [0, bound): bound is the smallest extent of the axis they index (followed
+  through Cast/Unsqueeze/Reshape/Expand/... into Gather, GatherElements, ScatterElements and the dialect
+  scatters, using ONNX shape inference); when no such use is found, bound is --dim-size.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+
+from custom_ops._types import ONNX_TO_NUMPY, type_name
+from onnx_bridge._model_io import load_model
+from onnx_bridge.config import DOMAIN
+from onnx_bridge.errors import BridgeError, ModelError
+
+HELP = "Run a model (dialect or standard ONNX, or OpenVINO IR .xml) on given or random inputs."
+DEFAULT_DIM_SIZE = 4
+
+# Consumers through which an integer input stays "the same indices" (port 0 only, except Gather's data).
+_PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Expand", "Flatten", "Transpose",
+                 "Tile", "Concat", "Slice", "Split", "Gather", "GatherElements"}
+# (domain, op_type) -> (index port, data port, how to find the axis)
+_INDEX_PORTS = {
+    ("", "Gather"): (1, 0, "attribute"), ("", "GatherElements"): (1, 0, "attribute"),
+    ("", "ScatterElements"): (1, 0, "attribute"), ("", "Scatter"): (1, 0, "attribute"),
+    (DOMAIN, "ScatterElementsUpdate"): (1, 0, "input 3"), (DOMAIN, "ScatterUpdate"): (1, 0, "input 3"),
+}
+
+
+def add_arguments(parser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "Random inputs (without --inputs):\n" + __doc__.split("(--seed):\n", 1)[1]
+    parser.add_argument("model", type=Path, help="an .onnx model or an OpenVINO IR .xml")
+    parser.add_argument("--inputs", type=Path, help=".npz with one array per model input (default: random)")
+    parser.add_argument("--output", type=Path, help="write the outputs to this .npz")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    parser.add_argument("--dim-size", type=int, default=DEFAULT_DIM_SIZE,
+                        help=f"size of symbolic dims in random inputs (default {DEFAULT_DIM_SIZE})")
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                        help="size of one symbolic dim by name (repeatable)")
+    parser.add_argument("--no-lower", action="store_true",
+                        help="run every dialect node as a custom op (default: exactly-lowerable nodes "
+                             "run as native onnxruntime kernels)")
+
+
+def main(args) -> int:
+    model = load(args.model)
+    if args.inputs:
+        feeds, origin = read_inputs(model, args.inputs), f"from {args.inputs}"
+    else:
+        feeds = random_inputs(model, seed=args.seed, dim_size=args.dim_size, dims=parse_dims(args.dim))
+        origin = f"random (seed {args.seed})"
+    from onnx_bridge.session import InferenceSession
+    session = InferenceSession(model, lower=not args.no_lower)
+    started = time.perf_counter()
+    try:
+        outputs = session.run(None, feeds)
+    except BridgeError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"onnxruntime failed to run {args.model}: {exc}") from None
+    elapsed = time.perf_counter() - started
+    names = [o.name for o in session.get_outputs()]
+    print(f"{args.model}: {len(feeds)} input(s) {origin}")
+    for name, value in feeds.items():
+        print(f"  in   {describe(name, value)}")
+    for name, value in zip(names, outputs):
+        print(f"  out  {describe(name, value)}")
+    print(f"ran in {elapsed * 1e3:.1f} ms")
+    if args.output:
+        save_npz(args.output, dict(zip(names, outputs)))
+        print(f"wrote {args.output}")
+    return 0
+
+
+def load(path: Path) -> onnx.ModelProto:
+    if path.suffix.lower() == ".xml":
+        from converters.openvino_ir import import_ir
+        return import_ir(path)
+    return load_model(path)
+
+
+def parse_dims(specs) -> dict[str, int]:
+    dims = {}
+    for spec in specs:
+        name, _, size = spec.partition("=")
+        if not name or not size.isdigit():
+            raise BridgeError(f"--dim expects NAME=SIZE with a non-negative integer size, got {spec!r}")
+        dims[name] = int(size)
+    return dims
+
+
+def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """Inputs that need a feed (initializers with the same name are optional inputs with defaults)."""
+    initialized = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in initialized]
+
+
+def read_inputs(model: onnx.ModelProto, path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except Exception as exc:
+        raise ModelError(f"cannot read inputs from {path}: {exc}") from None
+    wanted = graph_inputs(model)
+    missing = [i.name for i in wanted if i.name not in arrays]
+    extra = sorted(set(arrays) - {i.name for i in wanted})
+    takes = "the model takes: " + ", ".join(_signature(i) for i in wanted)
+    if missing or extra:
+        problem = "; ".join(text for text in (
+            f"missing {', '.join(missing)}" if missing else "",
+            f"not inputs of the model: {', '.join(extra)}" if extra else "") if text)
+        raise ModelError(f"{path} does not match the model's inputs ({problem}); {takes}")
+    for value in wanted:
+        expected = ONNX_TO_NUMPY.get(value.type.tensor_type.elem_type)
+        if expected is not None and arrays[value.name].dtype != expected:
+            raise ModelError(f"{path}: input {value.name!r} is {type_name(arrays[value.name].dtype)}, "
+                             f"not {type_name(expected)}; {takes}")
+    return {i.name: arrays[i.name] for i in wanted}
+
+
+def _signature(value: onnx.ValueInfoProto) -> str:
+    code = value.type.tensor_type.elem_type
+    element = TensorProto.DataType.Name(code).lower() if code else "?"
+    if not value.type.tensor_type.HasField("shape"):
+        return f"{value.name} {element}[...]"
+    dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+            for d in value.type.tensor_type.shape.dim]
+    return f"{value.name} {element}[{','.join(dims)}]"
+
+
+def _concrete_shape(value: onnx.ValueInfoProto, dim_size: int, dims: dict) -> tuple[int, ...]:
+    tensor_type = value.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        raise ModelError(f"input {value.name!r} has no declared rank; give it with --inputs")
+    shape = []
+    for dim in tensor_type.shape.dim:
+        if dim.HasField("dim_value"):
+            shape.append(dim.dim_value)
+        else:
+            shape.append(dims.get(dim.dim_param, dim_size))
+    return tuple(shape)
+
+
+def random_inputs(model: onnx.ModelProto, *, seed: int = 0, dim_size: int = DEFAULT_DIM_SIZE,
+                  dims: dict | None = None) -> dict[str, np.ndarray]:
+    """Random feeds for every input of `model` (see the module docstring for the rules)."""
+    dims = dims or {}
+    rng = np.random.default_rng(seed)
+    shapes = {v.name: _concrete_shape(v, dim_size, dims) for v in graph_inputs(model)}
+    bounds = index_bounds(model, shapes)
+    feeds = {}
+    for value in graph_inputs(model):
+        code = value.type.tensor_type.elem_type
+        dtype = ONNX_TO_NUMPY.get(code)
+        shape = shapes[value.name]
+        if dtype is None:
+            raise ModelError(f"input {value.name!r}: cannot generate element type "
+                             f"{TensorProto.DataType.Name(code)}; give it with --inputs")
+        if dtype == np.bool_:
+            feeds[value.name] = rng.integers(0, 2, shape).astype(bool)
+        elif dtype.kind in "iu":
+            bound = bounds.get(value.name, dim_size)
+            feeds[value.name] = rng.integers(0, max(bound, 1), shape).astype(dtype)
+        else:
+            feeds[value.name] = rng.standard_normal(shape).astype(dtype)
+    return feeds
+
+
+def index_bounds(model: onnx.ModelProto, shapes: dict) -> dict[str, int]:
+    """For each integer input used as indices: the smallest extent of the axes it indexes."""
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    for value in fixed.graph.input:
+        if value.name in shapes:
+            value.type.tensor_type.ClearField("shape")
+            for extent in shapes[value.name]:
+                value.type.tensor_type.shape.dim.add().dim_value = extent
+    from custom_ops._schemas import register_schemas
+    register_schemas()
+    try:
+        fixed = onnx.shape_inference.infer_shapes(fixed, data_prop=True)
+    except Exception:  # best effort: unknown shapes only mean fewer inferred bounds
+        pass
+    known = dict(shapes)
+    for value in list(fixed.graph.value_info) + list(fixed.graph.output):
+        if value.type.tensor_type.HasField("shape"):
+            dims = value.type.tensor_type.shape.dim
+            if all(d.HasField("dim_value") for d in dims):
+                known[value.name] = tuple(d.dim_value for d in dims)
+    constants = {t.name: numpy_helper.to_array(t) for t in fixed.graph.initializer}
+    consumers: dict[str, list] = {}
+    for node in fixed.graph.node:
+        for port, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, port))
+
+    def bound_of(start: str) -> int | None:
+        found, seen, frontier = [], {start}, [start]
+        while frontier:
+            name = frontier.pop()
+            for node, port in consumers.get(name, []):
+                key = (node.domain if node.domain != "ai.onnx" else "", node.op_type)
+                if key in _INDEX_PORTS and port == _INDEX_PORTS[key][0]:
+                    extent = _indexed_extent(node, _INDEX_PORTS[key], known, constants)
+                    if extent is not None:
+                        found.append(extent)
+                elif node.op_type in _PASS_THROUGH and not node.domain and (
+                        port == 0 or node.op_type == "Concat"):
+                    for out in node.output:
+                        if out and out not in seen:
+                            seen.add(out)
+                            frontier.append(out)
+        return min(found) if found else None
+
+    bounds = {}
+    for value in graph_inputs(model):
+        dtype = ONNX_TO_NUMPY.get(value.type.tensor_type.elem_type)
+        if dtype is not None and dtype.kind in "iu":
+            bound = bound_of(value.name)
+            if bound is not None:
+                bounds[value.name] = bound
+    return bounds
+
+
+def _indexed_extent(node, ports, known: dict, constants: dict) -> int | None:
+    _, data_port, axis_from = ports
+    shape = known.get(node.input[data_port])
+    if shape is None:
+        return None
+    if axis_from == "attribute":
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+    else:
+        index = int(axis_from.split()[1])
+        if len(node.input) <= index or node.input[index] not in constants:
+            return None
+        axis = int(constants[node.input[index]].reshape(-1)[0])
+    if not -len(shape) <= axis < len(shape):
+        return None
+    return shape[axis]
+
+
+def describe(name: str, value: np.ndarray) -> str:
+    value = np.asarray(value)
+    text = f"{name}: {type_name(value.dtype)}{list(value.shape)}"
+    if value.size == 0:
+        return text + "  (empty)"
+    if value.dtype == np.bool_:
+        return text + f"  true {int(value.sum())}/{value.size}"
+    if value.dtype.kind in "iu":
+        return text + f"  min {value.min()} max {value.max()}"
+    finite = value[np.isfinite(value)].astype(np.float64)
+    summary = f"  min {finite.min():.6g} max {finite.max():.6g} mean {finite.mean():.6g}" if finite.size else ""
+    nonfinite = value.size - finite.size
+    return text + summary + (f"  non-finite {nonfinite}" if nonfinite else "")
+
+
+def save_npz(path: Path, arrays: dict) -> None:
+    """Write an .npz atomically (temporary file beside it, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            np.savez(stream, **arrays)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
