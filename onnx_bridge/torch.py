@@ -384,7 +384,7 @@ class ExportReport:
     exporter: str  # "dynamo" or "torchscript"
     exported: dict  # dialect op_type -> count in the exported model
     remaining: dict  # dialect op_type -> count in the written model
-    conversion: object = None  # the converter's report when lowered
+    conversion: object = None  # converters.Report when lowered
 
     @property
     def standard(self) -> bool:
@@ -397,7 +397,12 @@ class ExportReport:
 
         lines = [f"exported with the {self.exporter} exporter: dialect nodes {listing(self.exported)}"]
         if self.conversion is not None:
-            lines.append(f"lowered to standard ONNX; dialect nodes left: {listing(self.remaining)}")
+            lines.append(f"lowering: {self.conversion.summary()}; dialect nodes left: {listing(self.remaining)}")
+            for entry in self.conversion.nodes:
+                if entry.action == "kept":
+                    lines.append(f"  kept {entry.name} ({entry.op}): {entry.reason}")
+                elif entry.caveat:
+                    lines.append(f"  {entry.name} ({entry.op}) {entry.action}; caveat: {entry.caveat}")
         lines.append("runs in plain onnxruntime" if self.standard else
                      "run it with onnx_bridge.InferenceSession (dialect nodes need the custom ops)")
         if self.path is not None:
