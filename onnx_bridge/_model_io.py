@@ -68,7 +68,10 @@ def save_model(model: onnx.ModelProto, path, *, external_data: bool = False) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
         onnx.save(model, temporary, save_as_external_data=external_data)
         os.replace(temporary, path)
     except BaseException:
