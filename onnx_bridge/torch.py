@@ -232,7 +232,7 @@ def _sym_scatter_reduce(g, self, dim, index, src, reduce, include_self):
     out = g.op(_dialect("ScatterElementsUpdate"), self, index, src, _const(g, dim % max(rank, 1)),
                reduction_s=reduction, use_init_val_i=int(include_self))
     if rank == 0:
-        return g.op("Reshape", out, _const(g, [], torch.int64))
+        return g.op("Reshape", out, _const(g, []))
     out.setType(self.type())
     return out
 
@@ -248,7 +248,7 @@ def _sym_index_copy(g, self, dim, index, source):
         index = g.op("Reshape", index, flat)
     out = g.op(_dialect("ScatterUpdate"), self, index, source, _const(g, dim % max(rank, 1)))
     if rank == 0:
-        return g.op("Reshape", out, _const(g, [], torch.int64))
+        return g.op("Reshape", out, _const(g, []))
     out.setType(self.type())
     return out
 
@@ -326,8 +326,8 @@ def _max_opset() -> int:
 def register_symbolics(opset: int = MIN_SYMBOLIC_OPSET) -> list[int]:
     """Register the dialect symbolics for every TorchScript-export opset from `opset` up (idempotent).
 
-    torch picks, for an export at opset N, the newest symbolic registered at a version <= N, so torch's own
-    scatter_reduce (registered at 16 and 18) would win at some N unless ours covers every version.
+    torch picks, for an export at opset N, the newest symbolic registered at a version <= N: ours registered
+    at 14 alone would lose to torch's scatter_reduce (registered at 16) and linalg_vector_norm (at 18).
     Export with ``custom_opsets={onnx_bridge.DOMAIN: onnx_bridge.DIALECT_OPSET}``: torch imports an
     unlisted custom domain at version 1. Returns the opset versions registered.
     """
