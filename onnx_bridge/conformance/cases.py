@@ -1,0 +1,185 @@
+"""A conformance case: one dialect op on concrete inputs (an "op case"), or a whole model with feeds.
+
+Op cases run through every backend (each maps the op onto its own API); model cases run through the
+backends that execute ONNX models. The contract value of a case is what the custom_ops kernels compute.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import custom_ops
+from custom_ops._types import BFLOAT16, NUMPY_TO_ONNX, type_name
+from onnx_bridge.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
+
+#: Short names used in case ids and tables.
+SHORT = {"ScatterElementsUpdate": "SEU", "ScatterUpdate": "SU", "ReduceL2": "L2", "Unique": "Unique"}
+#: Inputs that are constants of the model (OpenVINO needs Unique's axis constant; lowering needs all).
+CONSTANT_PORTS = ("axis", "axes")
+OUTPUTS = {"ScatterElementsUpdate": ("output",), "ScatterUpdate": ("output",), "ReduceL2": ("output",),
+           "Unique": ("unique", "indices", "reverse_indices", "counts")}
+MODEL = "model"  # op of a model case
+
+
+@dataclass
+class Case:
+    """One row of the corpus.
+
+    id: stable name ("seed/seu-sum-init1", "gen/SEU/0042", "onnx/test_unique_length_1", "model/kv_cache").
+    op: dialect op_type, or MODEL for a model case.
+    inputs: port name -> array (None: optional input absent); for a model case, graph input -> array.
+    attributes: every attribute of the op, defaults filled in (empty for a model case).
+    tags: what the case exercises ("duplicates", "negative-indices", "nan", "neg-zero", "empty",
+          "extremes", "invalid", ...), used for filtering and by divergence predicates.
+    expected: documented outputs (seed examples, ONNX backend data) the kernel must reproduce, if any.
+    model: the ONNX model of a model case.
+    """
+
+    id: str
+    op: str
+    inputs: dict
+    attributes: dict = field(default_factory=dict)
+    source: str = "generated"
+    description: str = ""
+    tags: frozenset = frozenset()
+    expected: tuple | None = None
+    model: onnx.ModelProto | None = None
+
+    @property
+    def is_model(self) -> bool:
+        return self.op == MODEL
+
+    # Conveniences for divergence predicates and adapters.
+    @property
+    def data(self) -> np.ndarray | None:
+        return self.inputs.get("data")
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        data = self.data
+        return None if data is None else data.dtype
+
+    def input_list(self) -> list:
+        """Inputs in the op's port order (absent trailing optional inputs dropped)."""
+        ports = [port.name for port in custom_ops.resolve(self.op, DIALECT_OPSET).inputs]
+        values = [self.inputs.get(port) for port in ports]
+        while values and values[-1] is None:
+            values.pop()
+        return values
+
+    def has(self, tag: str) -> bool:
+        return tag in self.tags
+
+    def summary(self) -> str:
+        """One line: description, or the op with its inputs' types and shapes."""
+        return self.description or describe_inputs(self.inputs)
+
+
+def describe_array(array: np.ndarray) -> str:
+    return f"{type_name(array.dtype)}{list(array.shape)}"
+
+
+def describe_inputs(inputs: dict) -> str:
+    parts = []
+    for name, value in inputs.items():
+        if value is None:
+            continue
+        if value.size <= 4 and value.ndim <= 1 and value.dtype.kind in "iub":
+            parts.append(f"{name}={value.tolist()}")
+        else:
+            parts.append(f"{name} {describe_array(value)}")
+    return ", ".join(parts)
+
+
+def spec_of(op: str):
+    return custom_ops.resolve(op, DIALECT_OPSET)
+
+
+def full_attributes(op: str, attributes: dict | None) -> dict:
+    """Every attribute of `op` with defaults filled in (unknown names raise OpError)."""
+    return spec_of(op).attribute_values(attributes)
+
+
+# ------------------------------------------------------------------------------------------------------
+# One-node dialect models
+
+
+def signature(case: Case) -> tuple:
+    """What a compiled one-node model depends on: op, attributes, (dtype, rank) of tensor inputs, constants.
+
+    Tensor inputs have dynamic dimensions, so one model (and one session) serves every case with the
+    same signature.
+    """
+    parts = [case.op, tuple(sorted(case.attributes.items()))]
+    for name, value in case.inputs.items():
+        if value is None:
+            parts.append((name, None))
+        elif name in CONSTANT_PORTS:
+            parts.append((name, value.dtype.str, value.shape, tuple(value.reshape(-1).tolist())))
+        else:
+            parts.append((name, value.dtype.str, value.ndim))
+    return tuple(parts)
+
+
+def op_model(case: Case) -> tuple[onnx.ModelProto, dict]:
+    """(model, feeds) of an op case: one dialect node, tensors as graph inputs with dynamic dims, axis/axes
+    as initializers. bfloat16 travels as float32 with a Cast either side (onnxruntime's Python API cannot
+    feed or fetch bfloat16); every output is a graph output."""
+    nodes, graph_inputs, initializers, feeds, node_inputs = [], [], [], {}, []
+    for port, value in case.inputs.items():
+        if value is None:
+            node_inputs.append("")
+            continue
+        node_inputs.append(port)
+        code = NUMPY_TO_ONNX[value.dtype]
+        if port in CONSTANT_PORTS:
+            initializers.append(numpy_helper.from_array(value, port))  # integer axis/axes
+            continue
+        dims = [f"{port}_d{i}" for i in range(value.ndim)]
+        if value.dtype == BFLOAT16:
+            feeds[f"{port}_f32"] = value.astype(np.float32)
+            graph_inputs.append(helper.make_tensor_value_info(f"{port}_f32", TensorProto.FLOAT, dims))
+            nodes.append(helper.make_node("Cast", [f"{port}_f32"], [port], to=code))
+        else:
+            feeds[port] = value
+            graph_inputs.append(helper.make_tensor_value_info(port, code, dims))
+    while node_inputs and not node_inputs[-1]:
+        node_inputs.pop()
+    outputs = list(OUTPUTS[case.op])
+    nodes.append(helper.make_node(case.op, node_inputs, outputs, domain=DOMAIN, name=SHORT[case.op],
+                                  **case.attributes))
+    graph_outputs = []
+    for index, name in enumerate(outputs):
+        code = _output_code(case, index)
+        if code == TensorProto.BFLOAT16:
+            nodes.append(helper.make_node("Cast", [name], [f"{name}_f32"], to=TensorProto.FLOAT))
+            name, code = f"{name}_f32", TensorProto.FLOAT
+        graph_outputs.append(helper.make_tensor_value_info(name, code, None))
+    graph = helper.make_graph(nodes, case.id.replace("/", "_"), graph_inputs, graph_outputs,
+                              initializer=initializers)
+    model = helper.make_model(graph, ir_version=IR_VERSION,
+                              opset_imports=[helper.make_opsetid("", TARGET_OPSET),
+                                             helper.make_opsetid(DOMAIN, DIALECT_OPSET)])
+    return model, feeds
+
+
+def restore_outputs(case: Case, outputs) -> tuple:
+    """Outputs of a model from op_model() in the case's types (bfloat16 came back as float32)."""
+    restored = []
+    for index, value in enumerate(outputs):
+        value = np.asarray(value)
+        if _output_code(case, index) == TensorProto.BFLOAT16 and value.dtype == np.float32:
+            value = value.astype(BFLOAT16)
+        restored.append(value)
+    return tuple(restored)
+
+
+def _output_code(case: Case, index: int) -> int:
+    if index == 0:
+        return NUMPY_TO_ONNX[case.data.dtype]
+    key = "count_element_type" if index == 3 else "index_element_type"
+    return TensorProto.INT32 if case.attributes.get(key) == "i32" else TensorProto.INT64
+

@@ -1,0 +1,87 @@
+"""Fake conformance backends (loaded by name in worker processes): crash, hang, lie, fail, be missing."""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from onnx_bridge.conformance.cases import spec_of
+from onnx_bridge.errors import OpError
+
+
+def kernel(case) -> tuple:
+    return tuple(spec_of(case.op).run(case.input_list(), case.attributes))
+
+
+class Kernel:
+    """Returns the contract's own value: every cell matches."""
+    name, title = "fake-kernel", "the kernels again"
+
+    @staticmethod
+    def missing():
+        return None
+
+    def run(self, case):
+        return kernel(case)
+
+
+class AbortOnBoom(Kernel):
+    """os.abort()s on cases whose id ends with 'boom' (like OpenVINO on indices below -d)."""
+    name = "fake-abort"
+
+    def run(self, case):
+        if case.id.endswith("boom"):
+            os.abort()
+        return kernel(case)
+
+
+class HangOnBoom(Kernel):
+    name = "fake-hang"
+
+    def run(self, case):
+        if case.id.endswith("boom"):
+            time.sleep(3600)
+        return kernel(case)
+
+
+class OffByOne(Kernel):
+    """Adds one to the first element of the first output (data where the contract rejects the input)."""
+    name = "fake-off-by-one"
+
+    def run(self, case):
+        try:
+            outputs = [np.array(x, copy=True) for x in kernel(case)]
+        except OpError:
+            return (case.data.copy(),)
+        if outputs[0].size:
+            flat = outputs[0].reshape(-1)
+            flat[0] = flat[0] + 1 if flat.dtype != bool else not flat[0]
+        return tuple(outputs)
+
+
+class Raises(Kernel):
+    name = "fake-raises"
+
+    def run(self, case):
+        raise RuntimeError("fake backend failure\nsecond line")
+
+
+class Missing(Kernel):
+    name = "fake-missing"
+
+    @staticmethod
+    def missing():
+        return "fake-missing is not installed"
+
+
+class TorchLike(Kernel):
+    """Named like the torch column: rejects negative indices like torch's scatter_reduce (a declared
+    known divergence, torch-scatter-negative-indices)."""
+    name = "torch"
+
+    def run(self, case):
+        indices = case.inputs.get("indices")
+        if indices is not None and indices.size and int(indices.min()) < 0:
+            raise RuntimeError(f"index {int(indices.min())} is out of bounds")
+        return kernel(case)
