@@ -47,11 +47,14 @@ def add_arguments(parser) -> None:
                         help="worker processes (default: one per core; 0 = in this process, no crash isolation)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
                         help="seconds a worker may spend on one cell before it is killed (default 120)")
+    parser.add_argument("--model-tolerance", type=float, default=None, metavar="K",
+                        help="float outputs of whole models may differ by K·ε·max|output| (their standard ops "
+                             "accumulate in each runtime's order; default 64, 0 = exact). Op cases are exact")
     parser.add_argument("--report", metavar="PATH",
                         help="write the report: a directory gets conformance.md, .html and .json; a path ending "
                              "in .md, .html or .json gets that format")
     parser.add_argument("--details", type=int, default=20, metavar="N",
-                        help="unexpected cells shown in full on the terminal (default 20)")
+                        help="groups of unexpected cells shown on the terminal (default 20; the report has all)")
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
@@ -90,10 +93,15 @@ def main(args) -> int:
     progress = None if args.quiet else runner.stderr_progress()
     if not args.quiet:
         print(f"running {len(cases)} cases...", file=sys.stderr)
-    results = runner.run(cases, backends, jobs=args.jobs, timeout=args.timeout, progress=progress)
+    from ..conformance.compare import MODEL_TOLERANCE
+    tolerance = MODEL_TOLERANCE if args.model_tolerance is None else args.model_tolerance
+    if tolerance < 0:
+        raise BridgeError("--model-tolerance must be >= 0")
+    results = runner.run(cases, backends, jobs=args.jobs, timeout=args.timeout, progress=progress,
+                         model_tolerance=tolerance)
     results.notes = notes
     results.settings = {"size": args.size, "cases": args.cases, "seed": args.seed, "sources": list(sources),
-                        "models": list(args.models), "only": list(args.only)}
+                        "models": list(args.models), "only": list(args.only), "model_tolerance": tolerance}
     print(report.terminal(results, sys.stdout, details=args.details))
     if args.report:
         written = report.write(results, args.report)

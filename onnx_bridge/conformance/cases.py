@@ -47,6 +47,11 @@ class Case:
     tags: frozenset = frozenset()
     expected: tuple | None = None
     model: onnx.ModelProto | None = None
+    group: str = ""  # row of the matrix (default: the op)
+
+    @property
+    def row(self) -> str:
+        return self.group or self.op
 
     @property
     def is_model(self) -> bool:
@@ -124,33 +129,34 @@ def signature(case: Case) -> tuple:
     return tuple(parts)
 
 
-def op_model(case: Case) -> tuple[onnx.ModelProto, dict]:
+def op_model(case: Case, prefix: str = "") -> tuple[onnx.ModelProto, dict]:
     """(model, feeds) of an op case: one dialect node, tensors as graph inputs with dynamic dims, axis/axes
     as initializers. bfloat16 travels as float32 with a Cast either side (onnxruntime's Python API cannot
-    feed or fetch bfloat16); every output is a graph output."""
+    feed or fetch bfloat16); every output is a graph output. `prefix` goes before every name."""
     nodes, graph_inputs, initializers, feeds, node_inputs = [], [], [], {}, []
     for port, value in case.inputs.items():
         if value is None:
             node_inputs.append("")
             continue
-        node_inputs.append(port)
+        name = prefix + port
+        node_inputs.append(name)
         code = NUMPY_TO_ONNX[value.dtype]
         if port in CONSTANT_PORTS:
-            initializers.append(numpy_helper.from_array(value, port))  # integer axis/axes
+            initializers.append(numpy_helper.from_array(value, name))  # integer axis/axes
             continue
-        dims = [f"{port}_d{i}" for i in range(value.ndim)]
+        dims = [f"{name}_d{i}" for i in range(value.ndim)]
         if value.dtype == BFLOAT16:
-            feeds[f"{port}_f32"] = value.astype(np.float32)
-            graph_inputs.append(helper.make_tensor_value_info(f"{port}_f32", TensorProto.FLOAT, dims))
-            nodes.append(helper.make_node("Cast", [f"{port}_f32"], [port], to=code))
+            feeds[f"{name}_f32"] = value.astype(np.float32)
+            graph_inputs.append(helper.make_tensor_value_info(f"{name}_f32", TensorProto.FLOAT, dims))
+            nodes.append(helper.make_node("Cast", [f"{name}_f32"], [name], to=code))
         else:
-            feeds[port] = value
-            graph_inputs.append(helper.make_tensor_value_info(port, code, dims))
+            feeds[name] = value
+            graph_inputs.append(helper.make_tensor_value_info(name, code, dims))
     while node_inputs and not node_inputs[-1]:
         node_inputs.pop()
-    outputs = list(OUTPUTS[case.op])
-    nodes.append(helper.make_node(case.op, node_inputs, outputs, domain=DOMAIN, name=SHORT[case.op],
-                                  **case.attributes))
+    outputs = [prefix + name for name in OUTPUTS[case.op]]
+    nodes.append(helper.make_node(case.op, node_inputs, outputs, domain=DOMAIN,
+                                  name=prefix + SHORT[case.op], **case.attributes))
     graph_outputs = []
     for index, name in enumerate(outputs):
         code = _output_code(case, index)
@@ -164,6 +170,23 @@ def op_model(case: Case) -> tuple[onnx.ModelProto, dict]:
                               opset_imports=[helper.make_opsetid("", TARGET_OPSET),
                                              helper.make_opsetid(DOMAIN, DIALECT_OPSET)])
     return model, feeds
+
+
+def batch_model(cases: list[Case]) -> tuple[onnx.ModelProto, dict, list[list[str]]]:
+    """One model holding the op_model() of every case side by side (names prefixed "c<i>_"): (model,
+    feeds of all cases, output names of each case). One session then runs a whole chunk of cases."""
+    merged, feeds, outputs = None, {}, []
+    for index, case in enumerate(cases):
+        model, case_feeds = op_model(case, prefix=f"c{index}_")
+        feeds.update(case_feeds)
+        outputs.append([value.name for value in model.graph.output])
+        if merged is None:
+            merged = model
+            merged.graph.name = "batch"
+            continue
+        for field in ("node", "input", "output", "initializer"):
+            getattr(merged.graph, field).extend(getattr(model.graph, field))
+    return merged, feeds, outputs
 
 
 def restore_outputs(case: Case, outputs) -> tuple:

@@ -5,6 +5,10 @@ Integers and bools compare bit for bit. Floats compare exactly too (NaN equals N
 squares every runtime accumulates in its own order (pairwise, blocked, vectorised). There the allowance is
 the error bound of that sum: n terms of relative error u each, halved by the square root, plus the final
 roundings — `tolerance_ulps()`.
+
+Whole models (model cases) also run standard float ops (MatMul, Softmax, ...) that every runtime
+accumulates in its own order: their float outputs may differ by |Δ| <= K·ε·max|contract output| (K =
+MODEL_TOLERANCE unless the caller says otherwise; 0 makes them exact). Integer outputs stay exact.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import numpy as np
 
 from custom_ops._types import BFLOAT16, compute_dtype, type_name
 
+MODEL_TOLERANCE = 64
 _FLOAT_BITS = {np.dtype(np.float16): np.uint16, BFLOAT16: np.uint16, np.dtype(np.float32): np.uint32,
                np.dtype(np.float64): np.uint64}
 
@@ -70,16 +75,22 @@ def scalar_text(value) -> str:
         return "nan"
     if number == 0:
         return "-0.0" if math.copysign(1, number) < 0 else "0.0"
-    return repr(number) if np.asarray(value).dtype == np.float64 else f"{number:.9g}"
+    text = repr(number) if np.asarray(value).dtype == np.float64 else f"{number:.9g}"
+    return text if any(c in text for c in ".en") else text + ".0"  # 3.0, not 3: it is a float
 
 
-def ordered_bits(array: np.ndarray) -> np.ndarray:
-    """Floats as integers that count ulps (monotonic, -0.0 and 0.0 adjacent at 0), as float64."""
-    bits = array.view(_FLOAT_BITS[array.dtype]).astype(np.uint64)
-    width = array.dtype.itemsize * 8
-    sign = bits >> np.uint64(width - 1)
-    magnitude = (bits & np.uint64((1 << (width - 1)) - 1)).astype(np.float64)
-    return np.where(sign.astype(bool), -magnitude, magnitude)
+def ulp_distance(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """Exact number of representable values between two float arrays of one type (uint64; -0.0 and 0.0
+    are 0 apart). NaNs are not handled here."""
+    width = want.dtype.itemsize * 8
+    unsigned = _FLOAT_BITS[want.dtype]
+    sign_bit = np.uint64(1 << (width - 1))
+    a = want.view(unsigned).astype(np.uint64)
+    b = got.view(unsigned).astype(np.uint64)
+    a_mag, b_mag = a & ~sign_bit, b & ~sign_bit
+    same_sign = (a & sign_bit) == (b & sign_bit)
+    # Same sign: |a - b| in magnitudes; opposite signs: the distance through zero, a + b (< 2**64).
+    return np.where(same_sign, np.maximum(a_mag, b_mag) - np.minimum(a_mag, b_mag), a_mag + b_mag)
 
 
 def tolerance_ulps(case) -> int:
@@ -96,19 +107,34 @@ def tolerance_ulps(case) -> int:
     return 2 + math.ceil(max(count - 1, 0) * unit / out_eps)
 
 
-def compare(want: tuple, got: tuple, names: tuple[str, ...], ulps: int = 0) -> Difference | None:
-    """None when `got` equals `want` (ulps: allowance on the first output, floats only)."""
+def compare(want: tuple, got: tuple, names: tuple[str, ...], ulps: int = 0, scale: float = 0) -> Difference | None:
+    """None when `got` equals `want`. ulps: allowance on the first output; scale: K of the model tolerance
+    (every float output). Both apply to floats only."""
     if len(got) != len(want):
         return Difference("outputs", want=str(len(want)), got=str(len(got)))
     for index, (w, g) in enumerate(zip(want, got)):
         name = names[index] if index < len(names) else f"output {index}"
-        difference = compare_arrays(np.asarray(w), np.asarray(g), name, ulps if index == 0 else 0)
+        difference = compare_arrays(np.asarray(w), np.asarray(g), name, ulps if index == 0 else 0, scale)
         if difference:
             return difference
     return None
 
 
-def compare_arrays(want: np.ndarray, got: np.ndarray, name: str, ulps: int = 0) -> Difference | None:
+def largest_gap(want: tuple, got: tuple) -> tuple[float, float]:
+    """(max |Δ|, max ulps) over the float outputs of two results already found equal within tolerance."""
+    gap = ulp = 0.0
+    for w, g in zip(want, got):
+        w, g = np.asarray(w), np.asarray(g)
+        if w.dtype in _FLOAT_BITS and w.size and w.shape == g.shape and w.dtype == g.dtype:
+            finite = np.isfinite(w.astype(np.float64)) & np.isfinite(g.astype(np.float64))
+            if finite.any():
+                gap = max(gap, float(np.abs(w.astype(np.float64) - g.astype(np.float64))[finite].max()))
+                ulp = max(ulp, float(ulp_distance(w[finite], g[finite]).max()))
+    return gap, ulp
+
+
+def compare_arrays(want: np.ndarray, got: np.ndarray, name: str, ulps: int = 0,
+                   scale: float = 0) -> Difference | None:
     if got.dtype != want.dtype:
         return Difference("dtype", name, want=type_name(want.dtype), got=type_name(got.dtype))
     if got.shape != want.shape:
@@ -118,7 +144,7 @@ def compare_arrays(want: np.ndarray, got: np.ndarray, name: str, ulps: int = 0) 
     scalar = want.ndim == 0
     want, got = want.reshape(want.shape or (1,)), got.reshape(got.shape or (1,))
     if want.dtype in _FLOAT_BITS:
-        difference = _compare_floats(want, got, name, ulps)
+        difference = _compare_floats(want, got, name, ulps, scale)
     else:
         differ = want != got
         diff = np.abs(want.astype(np.float64) - got.astype(np.float64)) if want.dtype.kind in "iu" else None
@@ -128,19 +154,25 @@ def compare_arrays(want: np.ndarray, got: np.ndarray, name: str, ulps: int = 0) 
     return difference
 
 
-def _compare_floats(want, got, name, ulps):
+def _compare_floats(want, got, name, ulps, scale=0):
     w_nan, g_nan = np.isnan(want.astype(np.float64)), np.isnan(got.astype(np.float64))
-    w_bits, g_bits = ordered_bits(want), ordered_bits(got)
-    ulp = np.abs(w_bits - g_bits)
-    ulp[w_nan | g_nan] = np.inf
-    ulp[w_nan & g_nan] = 0
-    sign_only = (ulp == 0) & (want.view(_FLOAT_BITS[want.dtype]) != got.view(_FLOAT_BITS[got.dtype])) \
-        & ~(w_nan & g_nan)
-    differ = (ulp > ulps) | sign_only
-    if not differ.any():
-        return None
+    distance = ulp_distance(want, got)
+    both_nan, one_nan = w_nan & g_nan, w_nan != g_nan
+    sign_only = (distance == 0) & (want.view(_FLOAT_BITS[want.dtype]) != got.view(_FLOAT_BITS[got.dtype])) \
+        & ~both_nan
+    differ = ((distance > np.uint64(ulps)) & ~both_nan) | one_nan | sign_only
+    ulp = distance.astype(np.float64)
+    ulp[one_nan] = np.inf
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(want.astype(np.float64) - got.astype(np.float64))
+    if scale and differ.any():
+        magnitudes = np.abs(want.astype(np.float64))
+        finite = np.isfinite(magnitudes)
+        bound = scale * float(ml_dtypes.finfo(want.dtype).eps) * (magnitudes[finite].max() if finite.any() else 0)
+        differ &= ~(diff <= bound)  # NaN and inf gaps stay differences
+        sign_only &= False
+    if not differ.any():
+        return None
     note = ""
     if sign_only[differ].all():
         note = "differs only in the sign of zero"
@@ -148,6 +180,8 @@ def _compare_floats(want, got, name, ulps):
         note = "NaN where the other has a number"
     elif ulps:
         note = f"allowance {ulps} ulp"
+    elif scale:
+        note = f"beyond the model tolerance {scale:g}·ε·max|contract|"
     return _difference(want, got, name, differ, diff, ulp, note)
 
 

@@ -172,7 +172,8 @@ def _from_model(case_id: str, model: onnx.ModelProto, inputs, outputs) -> Case:
         return _case(name, node.op_type, case_inputs, attributes, expected, "onnx",
                      f"ONNX backend case {name}, raised into the dialect")
     name = case_id.split("/", 1)[1]
-    return Case(case_id, MODEL, feeds, source="onnx", model=model, expected=expected,
+    group = f"{dialect[0].op_type} (graph)" if dialect else "graph"
+    return Case(case_id, MODEL, feeds, source="onnx", model=model, expected=expected, group=group,
                 description=f"ONNX backend case {name}, raised into the dialect ({len(graph.node)} nodes)")
 
 
@@ -193,7 +194,10 @@ def model_cases(paths, inputs_path=None, seed: int = 0) -> list[Case]:
         origin = f"inputs from {feeds_path.name}" if given else "generated inputs"
         if generated and given:
             origin += f" (generated: {', '.join(generated)})"
-        case = Case(f"model/{path.stem}", MODEL, feeds, source="model", model=model,
+        case_id = f"model/{path.stem}"
+        if any(c.id == case_id for c in cases):
+            case_id = f"model/{path.stem}-{len(cases)}"
+        case = Case(case_id, MODEL, feeds, source="model", model=model, group=path.name,
                     description=f"{path.name}: {len(model.graph.node)} nodes, "
                                 f"{_dialect_count(model)} dialect; {origin}")
         cases.append(case)

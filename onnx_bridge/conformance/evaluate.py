@@ -14,7 +14,7 @@ from onnx_bridge.errors import OpError
 from . import divergence
 from .adapters import CONTRACT, Unsupported, first_line, load
 from .cases import OUTPUTS, Case
-from .compare import Difference, compare, tolerance_ulps
+from .compare import MODEL_TOLERANCE, Difference, compare, largest_gap, tolerance_ulps
 from .results import ERROR, KNOWN, MATCH, MISMATCH, UNSUPPORTED, Cell
 
 
@@ -81,7 +81,7 @@ def contract_cell(case: Case, contract: Contract, seconds: float) -> Cell:
 
 
 def judge(case: Case, backend: str, contract: Contract, outputs=None, error: BaseException | None = None,
-          seconds: float = 0.0) -> Cell:
+          seconds: float = 0.0, model_tolerance: float = MODEL_TOLERANCE) -> Cell:
     """The cell of `backend` given what it returned (outputs) or raised (error)."""
     if isinstance(error, Unsupported):
         return Cell(backend, UNSUPPORTED, reason=first_line(error), seconds=seconds)
@@ -97,10 +97,13 @@ def judge(case: Case, backend: str, contract: Contract, outputs=None, error: Bas
         cell = Cell(backend, MISMATCH, difference.summary(), difference.to_json(), seconds=seconds)
     else:
         names = output_names(case)
-        difference = compare(contract.outputs, tuple(np.asarray(x) for x in outputs), names,
-                             ulps=0 if case.is_model else tolerance_ulps(case))
+        outputs = tuple(np.asarray(x) for x in outputs)
+        difference = compare(contract.outputs, outputs, names, ulps=0 if case.is_model else tolerance_ulps(case),
+                             scale=model_tolerance if case.is_model else 0)
         if difference is None:
-            return Cell(backend, MATCH, seconds=seconds)
+            gap, ulps = largest_gap(contract.outputs, outputs) if case.is_model else (0, 0)
+            detail = f"within the model tolerance: max |Δ| {gap:.3g} ({ulps:.0f} ulp)" if gap else ""
+            return Cell(backend, MATCH, detail, seconds=seconds)
         cell = Cell(backend, MISMATCH, difference.summary(), difference.to_json(), seconds=seconds)
     known = divergence.find(backend, case, cell)
     if known:
@@ -111,10 +114,21 @@ def judge(case: Case, backend: str, contract: Contract, outputs=None, error: Bas
 class Evaluator:
     """Runs cases on fixed columns (name -> adapter spec), keeping adapters and their caches alive."""
 
-    def __init__(self, specs: dict[str, str]):
+    def __init__(self, specs: dict[str, str], model_tolerance: float = MODEL_TOLERANCE):
         self.specs = dict(specs)
+        self.model_tolerance = model_tolerance
         self.backends = list(specs)
         self.adapters: dict = {}
+        self.contracts: dict[str, Contract] = {}
+
+    def prepare(self, cases: list[Case], columns: set[str]) -> None:
+        """Before a chunk: compute its contracts and tell adapters that batch (prepare()) which cases
+        of the chunk the contract accepts."""
+        self.contracts = {case.id: contract_of(case) for case in cases}
+        accepted = [case for case in cases if self.contracts[case.id].outputs is not None]
+        for backend in columns:
+            if backend != CONTRACT and hasattr(load(self.specs[backend]), "prepare"):
+                self._adapter(backend).prepare(accepted)
 
     def _adapter(self, backend: str):
         if backend not in self.adapters:
@@ -129,7 +143,7 @@ class Evaluator:
 
     def _evaluate(self, case: Case, backends):
         start = time.perf_counter()
-        contract = contract_of(case)
+        contract = self.contracts.pop(case.id, None) or contract_of(case)
         seconds = time.perf_counter() - start
         for backend in backends or self.backends:
             if backend == CONTRACT:
@@ -141,4 +155,5 @@ class Evaluator:
                 error = None
             except Exception as exc:  # noqa: BLE001  (every runtime failure becomes a cell)
                 outputs, error = None, exc
-            yield judge(case, backend, contract, outputs, error, time.perf_counter() - start)
+            yield judge(case, backend, contract, outputs, error, time.perf_counter() - start,
+                        self.model_tolerance)

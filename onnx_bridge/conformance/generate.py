@@ -22,7 +22,7 @@ from .cases import SHORT, Case, full_attributes, spec_of
 from .tags import auto_tags
 
 #: Cases per op for each --size, and the share of each op in a --cases N corpus.
-SIZES = {"small": 30, "medium": 120, "large": 600}
+SIZES = {"small": 40, "medium": 300, "large": 1200}
 SHARES = {"ScatterElementsUpdate": 0.4, "ScatterUpdate": 0.15, "ReduceL2": 0.2, "Unique": 0.25}
 NON_BOOL = tuple(t for t in DATA_TYPES if not is_bool(t))
 INVALID_RATE = 0.04

@@ -21,13 +21,13 @@ import numpy as np
 from custom_ops._types import type_name
 
 from . import divergence
-from .cases import MODEL, Case
+from .cases import Case
 from .compare import scalar_text
 from .results import CRASH, ERROR, FAILING, KNOWN, MATCH, MEANING, MISMATCH, STATUSES, UNSUPPORTED, Results
 
 SYMBOLS = {MATCH: "✓", KNOWN: "~", UNSUPPORTED: "–", MISMATCH: "✗", ERROR: "!", CRASH: "☠"}
 ASCII_SYMBOLS = {MATCH: "ok", KNOWN: "~", UNSUPPORTED: "-", MISMATCH: "X", ERROR: "!", CRASH: "#"}
-OP_ORDER = ("ScatterElementsUpdate", "ScatterUpdate", "ReduceL2", "Unique", MODEL)
+OP_ORDER = ("ScatterElementsUpdate", "ScatterUpdate", "ReduceL2", "Unique")
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -48,8 +48,9 @@ def verdict(results: Results) -> str:
 
 
 def ops_of(results: Results) -> list[str]:
-    present = {case.op for case in results.cases}
-    return [op for op in OP_ORDER if op in present]
+    """Matrix rows: the four ops in a fixed order, then model groups in corpus order."""
+    rows = list(dict.fromkeys(case.row for case in results.cases))
+    return [op for op in OP_ORDER if op in rows] + [row for row in rows if row not in OP_ORDER]
 
 
 def corpus_line(results: Results) -> str:
@@ -81,22 +82,43 @@ def known_groups(results: Results) -> list[dict]:
     return out
 
 
+_TYPE_WORD = r"\b(?:bool|u?int(?:8|16|32|64)|float(?:16|32|64)|bfloat16)\b"
+
+
 def unsupported_groups(results: Results) -> list[dict]:
-    """Unsupported cells grouped by backend and reason (type names in quotes merged: 'UInt16', 'UInt32')."""
-    groups: dict[tuple, dict] = {}
+    """Unsupported cells grouped by reason, element types and quoted names merged ("not implemented for
+    'UInt16', 'UInt32'"; "int32, uint64: the exact sum ..."), index lists elided; backends listed."""
+    groups: dict[str, dict] = {}
     for case, cell in results.by_status(UNSUPPORTED):
-        key = (cell.backend, re.sub(r"'[^']*'", "'*'", cell.reason))
-        group = groups.setdefault(key, {"backend": cell.backend, "cells": 0, "variants": set(),
-                                        "pattern": key[1], "cases": []})
+        reason = re.sub(r"\[[^\]]*\]", "[...]", cell.reason)
+        key = re.sub(_TYPE_WORD, "<type>", re.sub(r"'[^']*'", "'*'", reason))
+        group = groups.setdefault(key, {"backends": Counter(), "cells": 0, "types": set(), "quoted": set(),
+                                        "pattern": key, "cases": []})
         group["cells"] += 1
-        group["variants"].update(re.findall(r"'([^']*)'", cell.reason))
-        group["cases"].append(case.id)
+        group["backends"][cell.backend] += 1
+        group["quoted"].update(re.findall(r"'([^']*)'", reason))
+        group["types"].update(re.findall(_TYPE_WORD, re.sub(r"'[^']*'", "", reason)))
+        if case.id not in group["cases"]:
+            group["cases"].append(case.id)
     out = []
-    for group in sorted(groups.values(), key=lambda g: (g["backend"], -g["cells"])):
-        variants = ", ".join(sorted(group["variants"]))
-        group["reason"] = group["pattern"].replace("'*'", variants) if variants else group["pattern"]
+    for group in sorted(groups.values(), key=lambda g: (-g["cells"], g["pattern"])):
+        text = group["pattern"].replace("'*'", ", ".join(sorted(group["quoted"])), 1).replace("'*'", "")
+        group["reason"] = text.replace("<type>", "/".join(sorted(group["types"])), 1).replace("<type>", "")
+        group["backend"] = ", ".join(group["backends"])
         out.append(group)
     return out
+
+
+def failure_groups(failures: list) -> list[list]:
+    """Unexpected cells grouped by backend, status, row and message with numbers and lists elided (one
+    runtime bug usually shows on many cases); largest group first."""
+    groups: dict[tuple, list] = {}
+    for case, cell in failures:
+        text = re.sub(r"\[[^\]]*\]", "[]", cell.detail)
+        text = re.sub(r"-?\b\d+(?:\.\d+)?(?:e[-+]?\d+)?\b|\bnan\b|-?\binf\b", "N", text)
+        text = re.sub(r"'[^']*'", "''", text)
+        groups.setdefault((cell.backend, cell.status, case.row, text), []).append((case, cell))
+    return sorted(groups.values(), key=len, reverse=True)
 
 
 def rerun_command(results: Results, case_id: str) -> str:
@@ -153,12 +175,18 @@ def terminal(results: Results, stream=None, details: int = 20) -> str:
     lines.append("  " + "  ".join(f"{symbols[s]} {s}" for s in STATUSES))
     failures = results.failures()
     if failures:
-        lines += ["", f"Unexpected ({len(failures)}, these fail the run):"]
-        for case, cell in failures[:details]:
-            lines.append(f"  {symbols[cell.status]} {case.id} on {cell.backend}: {case.summary()}")
-            lines.append(f"      {cell.detail}")
-        if len(failures) > details:
-            lines.append(f"  ... and {len(failures) - details} more (see --report)")
+        groups = failure_groups(failures)
+        lines += ["", f"Unexpected ({len(failures)} cells in {len(groups)} groups; these fail the run):"]
+        for group in groups[:details]:
+            (case, cell), more = group[0], len(group) - 1
+            lines.append(f"  {symbols[cell.status]} {cell.backend} {cell.status}, {case.row}" +
+                         (f" ({len(group)} cells)" if more else "") + f": {cell.detail}")
+            lines.append(f"      {case.id}: {case.summary()}")
+            if more:
+                others = ", ".join(c.id for c, _ in group[1:4]) + (", ..." if more > 3 else "")
+                lines.append(f"      also {others}")
+        if len(groups) > details:
+            lines.append(f"  ... and {len(groups) - details} more groups (see --report)")
     groups = known_groups(results)
     if groups:
         lines += ["", f"Known divergences ({sum(g['cells'] for g in groups)} cells; reasons in the report "
@@ -170,11 +198,17 @@ def terminal(results: Results, stream=None, details: int = 20) -> str:
     unsupported = unsupported_groups(results)
     if unsupported:
         lines += ["", f"Unsupported ({sum(g['cells'] for g in unsupported)} cells):"]
+        width = max(len(g["backend"]) for g in unsupported)
         for g in unsupported:
-            lines.append(f"  {g['backend']:<11} {g['cells']:>4}  {_clip(g['reason'], 110)}")
+            lines.append(f"  {g['cells']:>4}  {g['backend']:<{width}}  {_clip(g['reason'], 100)}")
     if results.skipped:
         lines += ["", "Skipped backends:"]
         lines += [f"  {name}: {reason}" for name, reason in results.skipped.items()]
+    tolerated = [cell for _, cell in results.by_status(MATCH) if cell.detail.startswith("within the model")]
+    if tolerated:
+        lines += ["", f"Note: {len(tolerated)} model cells match within the model tolerance "
+                      f"({results.settings.get('model_tolerance', 64):g}·ε·max|output|); "
+                      "--model-tolerance 0 compares them exactly."]
     for note in results.notes:
         lines.append(f"Note: {note}")
     lines += ["", verdict(results)]
@@ -235,6 +269,14 @@ def markdown(results: Results) -> str:
     out += ["", "### What a cell means", ""]
     out += [f"- {SYMBOLS[s]} **{s}**: {MEANING[s]}" for s in STATUSES]
 
+    models = [(case, cells) for case, cells in results.rows() if case.source == "model"]
+    if models:
+        out += ["", "## Models", ""]
+        for case, cells in models:
+            out += [f"### {case.row}", "", case.summary(), ""]
+            out += [f"- **{b}**: {cell.status}: " + (cell.detail or cell.reason or "exact")
+                    for b, cell in cells.items()]
+            out.append("")
     failures = results.failures()
     out += ["", f"## Unexpected disagreements ({len(failures)})", ""]
     if not failures:
@@ -394,8 +436,8 @@ def to_json(results: Results) -> dict:
         "matrix": {f"{op}|{b}": dict(c) for (op, b), c in results.counts().items()},
         "known_divergences": [{k: (dict(v) if isinstance(v, Counter) else v) for k, v in g.items()
                                if k != "example"} for g in known_groups(results)],
-        "unsupported": [{k: v for k, v in g.items() if k not in ("variants", "pattern")}
-                        for g in unsupported_groups(results)],
+        "unsupported": [{"reason": g["reason"], "cells": g["cells"], "backends": dict(g["backends"]),
+                         "cases": g["cases"]} for g in unsupported_groups(results)],
         "cases": cases,
     }
 

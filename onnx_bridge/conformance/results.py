@@ -64,11 +64,11 @@ class Results:
         return [(case, cell) for case, cells in self.rows() for cell in cells.values() if cell.status == status]
 
     def counts(self) -> dict[tuple[str, str], Counter]:
-        """(row label, backend) -> Counter of statuses; rows are ops (model cases: "model")."""
+        """(row label, backend) -> Counter of statuses; rows are ops, or a model case's group."""
         table: dict[tuple[str, str], Counter] = {}
         for case, cells in self.rows():
             for backend, cell in cells.items():
-                table.setdefault((case.op, backend), Counter())[cell.status] += 1
+                table.setdefault((case.row, backend), Counter())[cell.status] += 1
         return table
 
     def totals(self) -> Counter:

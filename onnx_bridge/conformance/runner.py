@@ -22,6 +22,7 @@ from ..errors import BridgeError
 from . import divergence
 from .adapters import ADAPTERS, CONTRACT, load
 from .cases import Case
+from .compare import MODEL_TOLERANCE
 from .results import CRASH, KNOWN, Cell, Results
 
 DEFAULT_TIMEOUT = 120.0
@@ -41,15 +42,18 @@ def versions() -> dict[str, str]:
     return found
 
 
-def resolve_backends(requested) -> tuple[dict[str, str], dict[str, str]]:
+def resolve_backends(requested, cases=()) -> tuple[dict[str, str], dict[str, str]]:
     """(column name -> adapter spec for the columns that can run, column -> reason for the skipped ones).
 
     `requested`: column names of ADAPTERS or "module:Class" paths (tests plug fake backends in this way).
     """
     runnable, skipped = {}, {}
+    only_models = bool(cases) and all(case.is_model for case in cases)
     for spec in requested:
         cls = load(spec)
         reason = cls.missing()
+        if not reason and only_models and not getattr(cls, "runs_models", True):
+            reason = "every case is a whole model, which this backend does not run"
         if reason:
             skipped[cls.name] = reason
         else:
@@ -58,10 +62,11 @@ def resolve_backends(requested) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def run(cases: list[Case], backends=tuple(ADAPTERS), jobs: int | None = None,
-        timeout: float = DEFAULT_TIMEOUT, progress=None) -> Results:
+        timeout: float = DEFAULT_TIMEOUT, progress=None, model_tolerance: float = MODEL_TOLERANCE) -> Results:
     """Evaluate every case on the contract and every available backend; progress(done, total) is called
-    as cases complete."""
-    runnable, skipped = resolve_backends(backends)
+    as cases complete. model_tolerance: K of compare's model tolerance (0: model outputs exact too).
+    A script calling this needs `if __name__ == "__main__":` (workers are spawned processes)."""
+    runnable, skipped = resolve_backends(backends, cases)
     columns = [CONTRACT, *runnable]
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     results = Results(cases, columns, skipped, jobs=jobs, versions=versions())
@@ -71,21 +76,25 @@ def run(cases: list[Case], backends=tuple(ADAPTERS), jobs: int | None = None,
     start = time.perf_counter()
     specs = {CONTRACT: CONTRACT, **runnable}
     if jobs <= 0:
-        _run_inline(cases, specs, results, progress)
+        _run_inline(cases, specs, results, progress, model_tolerance)
     else:
-        _Pool(cases, specs, results, min(jobs, max(len(cases), 1)), timeout, progress).run()
+        _Pool(cases, (specs, model_tolerance), results, min(jobs, max(len(cases), 1)), timeout, progress).run()
     results.seconds = time.perf_counter() - start
     return results
 
 
-def _run_inline(cases, specs, results, progress):
+def _run_inline(cases, specs, results, progress, model_tolerance):
     from .evaluate import Evaluator
-    evaluator = Evaluator(specs)
-    for index, case in enumerate(cases):
-        for cell in evaluator.evaluate(case):
-            results.cells[(index, cell.backend)] = cell
-        if progress:
-            progress(index + 1, len(cases))
+    evaluator = Evaluator(specs, model_tolerance)
+    done = 0
+    for chunk in _chunks(cases, 1):
+        evaluator.prepare([cases[i] for i in chunk], set(specs))
+        for index in chunk:
+            for cell in evaluator.evaluate(cases[index]):
+                results.cells[(index, cell.backend)] = cell
+            done += 1
+            if progress:
+                progress(done, len(cases))
 
 
 def _chunks(cases: list[Case], jobs: int) -> list[list[int]]:
@@ -96,12 +105,12 @@ def _chunks(cases: list[Case], jobs: int) -> list[list[int]]:
 
 
 class _Worker:
-    def __init__(self, context, specs: dict[str, str]):
+    def __init__(self, context, setup: tuple):
         self.log = tempfile.NamedTemporaryFile(prefix="onnx-bridge-worker-", suffix=".log", delete=False)
         self.log.close()
         parent, child = context.Pipe()
         from .worker import main
-        self.process = context.Process(target=main, args=(child, specs, self.log.name), daemon=True)
+        self.process = context.Process(target=main, args=(child, setup, self.log.name), daemon=True)
         self.process.start()
         child.close()
         self.conn = parent
@@ -145,18 +154,18 @@ class _Worker:
 
 
 class _Pool:
-    def __init__(self, cases, specs, results, jobs, timeout, progress):
-        self.cases, self.specs, self.results = cases, specs, results
+    def __init__(self, cases, setup, results, jobs, timeout, progress):
+        self.cases, self.setup, self.results = cases, setup, results
         self.jobs, self.timeout, self.progress = jobs, timeout, progress
         self.context = multiprocessing.get_context("spawn")
-        self.columns = list(specs)
+        self.columns = list(setup[0])
         self.queue = deque([(i, c) for i in chunk for c in self.columns] for chunk in _chunks(cases, jobs))
         self.remaining = {i: len(self.columns) for i in range(len(cases))}
         self.done = 0
         self.failed_starts = 0
 
     def run(self) -> None:
-        workers = [_Worker(self.context, self.specs) for _ in range(self.jobs)]
+        workers = [_Worker(self.context, self.setup) for _ in range(self.jobs)]
         try:
             while self.queue or any(w.busy for w in workers):
                 for worker in workers:
@@ -230,7 +239,7 @@ class _Pool:
             if worker.pending:
                 self.queue.appendleft(list(worker.pending))
                 worker.pending.clear()
-        return _Worker(self.context, self.specs)
+        return _Worker(self.context, self.setup)
 
     def _crash_cell(self, index: int, column: str, worker: _Worker, hung: bool, words: str) -> Cell:
         if hung:

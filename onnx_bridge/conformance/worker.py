@@ -20,14 +20,15 @@ def _isolate_output(log_path: str) -> None:
     sys.stderr = open(log_path, "a", buffering=1)  # noqa: SIM115
 
 
-def main(conn, specs: dict, log_path: str) -> None:
+def main(conn, setup: tuple, log_path: str) -> None:
+    """setup: (column name -> adapter spec, model tolerance)."""
     _isolate_output(log_path)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     warnings.simplefilter("ignore")
     import onnx.reference  # noqa: F401  (before any dialect schema exists: it rejects ReduceL2 twice)
 
     from .evaluate import Evaluator
-    evaluator = Evaluator(specs)
+    evaluator = Evaluator(*setup)
     conn.send(READY)
     while True:
         try:
@@ -36,6 +37,7 @@ def main(conn, specs: dict, log_path: str) -> None:
             return
         if task is None:
             return
+        evaluator.prepare([case for _, case, _ in task], {c for _, _, columns in task for c in columns})
         for index, case, columns in task:
             for cell in evaluator.evaluate(case, columns):
                 conn.send((index, cell))

@@ -1,7 +1,8 @@
 """Backend adapters: each runs a case on one runtime, in that runtime's own terms.
 
 An adapter has a column `name`, a one-line `title`, `missing()` (why it cannot run here, or None: checked
-without importing the runtime) and `run(case) -> tuple of arrays`. It raises Unsupported when the runtime
+without importing the runtime), `run(case) -> tuple of arrays` and optionally `runs_models = False` (it has
+no use for whole-model cases) and `prepare(cases)` (the contract-accepted cases about to run, for batching). It raises Unsupported when the runtime
 has no equivalent of the case's configuration (the reason is shown), and lets every other exception out
 (an error cell). Adapters are built inside worker processes and keep their compiled models cached.
 """

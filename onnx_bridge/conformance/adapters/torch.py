@@ -25,6 +25,7 @@ _REDUCE = {"sum": "sum", "prod": "prod", "min": "amin", "max": "amax", "mean": "
 class TorchAdapter:
     name = "torch"
     title = "PyTorch CPU: scatter / scatter_reduce, index_copy, linalg.vector_norm, unique"
+    runs_models = False
 
     def __init__(self):
         import torch
