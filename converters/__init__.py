@@ -1,0 +1,76 @@
+"""Convert between the OpenVINO dialect (domain org.openvinotoolkit) and standard ONNX.
+
+    model, report = convert("model.onnx", to="standard")        # lower dialect nodes where exact
+    model, report = convert(std_model, to="openvino")           # raise ScatterElements/ReduceL2/Unique
+    model, report = convert(std_model, to="openvino-ir", output="model.xml")
+    print(report.to_table())
+
+Rules live in converters/lowering/<op>.py and converters/raising/<op>.py, registered by (domain, op_type,
+since_version) in converters.registry; docs/converter.md lists them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import onnx
+
+from onnx_bridge._model_io import load_model, save_model
+from onnx_bridge.errors import ConversionError
+
+from . import lowering, raising  # noqa: F401  (register the rules)
+from ._driver import MODES, lower, raise_
+from .registry import LOWERING, RAISING
+from .report import NodeReport, Report
+
+TARGETS = ("standard", "openvino", "openvino-ir")
+
+__all__ = ["convert", "Report", "NodeReport", "ConversionError", "LOWERING", "RAISING", "MODES", "TARGETS"]
+
+
+def _openvino_ir():
+    try:
+        from . import openvino_ir
+    except ImportError as exc:
+        raise ConversionError(f"OpenVINO IR support is unavailable ({exc}); install onnx-bridge[openvino]") \
+            from None
+    for name in ("import_ir", "export_ir"):
+        if not hasattr(openvino_ir, name):
+            raise ConversionError(f"converters.openvino_ir has no {name}(); OpenVINO IR support is unavailable")
+    return openvino_ir
+
+
+def _is_ir(model) -> bool:
+    return isinstance(model, (str, os.PathLike)) and Path(model).suffix.lower() == ".xml"
+
+
+def convert(model, to: str = "standard", mode: str = "default", strict: bool = False,
+            output=None) -> tuple[onnx.ModelProto, Report]:
+    """Convert `model` (ModelProto, bytes, .onnx path, or OpenVINO IR .xml path) and report per node.
+
+    to:     "standard" lowers dialect nodes to standard ONNX (opset 18) wherever the result is exact;
+            "openvino" raises standard ScatterElements, ReduceL2 and Unique into the dialect;
+            "openvino-ir" raises, then writes OpenVINO IR to `output` (a .xml path).
+    mode:   "default" converts what can be converted; "keep-all" converts nothing (report only);
+            "require-standard" (to="standard") raises ConversionError listing every node left in the dialect.
+    strict: also keep nodes whose converted graph is not bit-identical on every input (it differs only on
+            invalid input or in float rounding: the report's caveats).
+    output: where to write the result (atomically); required for "openvino-ir".
+    The input is never modified. Returns (new model, Report).
+    """
+    if to not in TARGETS:
+        raise ConversionError(f"unknown target {to!r}; choose one of {', '.join(TARGETS)}")
+    if mode not in MODES:
+        raise ConversionError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if to == "openvino-ir" and (output is None or Path(output).suffix.lower() != ".xml"):
+        raise ConversionError("to='openvino-ir' writes OpenVINO IR: give output='model.xml'")
+    model = _openvino_ir().import_ir(model) if _is_ir(model) else load_model(model)
+    if to == "standard":
+        report = lower(model, mode, strict)
+    else:
+        report = raise_(model, mode, strict)
+    if to == "openvino-ir":
+        _openvino_ir().export_ir(model, output)
+    elif output is not None:
+        save_model(model, output)
+    return model, report

@@ -1,0 +1,165 @@
+"""ScatterElementsUpdate-3/-12 -> ScatterElements-18.
+
+none/sum/prod/min/max with use_init_val=1: one ScatterElements (none/add/mul/min/max), in the data type or,
+where onnxruntime has no kernel for it, in float32 with Casts around (float16 add/mul, all bfloat16).
+bool: sum/max are OR (add), prod/min are AND (mul), which onnxruntime runs natively for bool.
+use_init_val=0: first a ScatterElements "none" of the reduction's neutral value (the kernel's neutral_value)
+at every target, then the reduction; untouched positions keep data in both.
+Float min/max: onnxruntime lets a later update replace a NaN already there (NaN in data, or an earlier NaN
+update), the contract propagates NaN (numpy.maximum). So every update whose target must end NaN is made
+NaN first (see _nan_sticky_updates): then the last write there is NaN too.
+mean: sum and count scatters, then every target rewritten with sum / count (gathered per update, so the
+division is updates-sized), the kernel's arithmetic exactly: floats sum sequentially in the compute type
+(float32 for float16/bfloat16) and divide once; integers up to 32 bits sum in int64 (exact for fewer than
+2**31 updates per position) and floor-divide as Div(Sub(a, Mod(a, b)), b); untouched positions keep data.
+Counts are int32 when the number of updates is statically below 2**31, else int64. 64-bit integer mean
+needs a wider sum and stays a dialect node.
+reduction="mean" is never emitted (onnxruntime would run it as "none").
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from custom_ops._types import BFLOAT16, compute_dtype, is_bool, is_float, type_name
+from custom_ops.scatter_elements_update import neutral_value
+from onnx_bridge.config import DOMAIN
+
+from ..registry import LOWERING
+from ..rules import Converted, Keep
+from ._common import constant_axis, data_type, onnx_type, scatter_indices, spec_attributes
+
+ONNX_REDUCTION = {"none": "none", "sum": "add", "prod": "mul", "min": "min", "max": "max"}
+BOOL_REDUCTION = {"sum": "add", "prod": "mul", "min": "mul", "max": "add"}  # OR, AND, AND, OR
+F16 = np.dtype(np.float16)
+
+
+def _work_type(dtype: np.dtype, reduction: str) -> np.dtype:
+    """Type the scatter runs in: the data type unless onnxruntime lacks a kernel it needs (float16 add,
+    also needed by the NaN pass of min/max; bfloat16 everything)."""
+    if dtype in (BFLOAT16, F16) and reduction != "none":
+        return np.dtype(np.float32)
+    return dtype
+
+
+@LOWERING.register(DOMAIN, "ScatterElementsUpdate", 3)
+def lower_v3(node, ctx):
+    return _lower(node, ctx, 3, "none", 1)
+
+
+@LOWERING.register(DOMAIN, "ScatterElementsUpdate", 12)
+def lower_v12(node, ctx):
+    attributes = spec_attributes(ctx, node, 12)
+    if isinstance(attributes, Keep):
+        return attributes
+    return _lower(node, ctx, 12, attributes["reduction"], attributes["use_init_val"])
+
+
+def _lower(node, ctx, version, reduction, use_init_val):
+    dtype = data_type(ctx, node, version)
+    if isinstance(dtype, Keep):
+        return dtype
+    data, indices, updates = node.input[:3]
+    index_type = ctx.dtype(node, 1, "indices")
+    if isinstance(index_type, Keep):
+        return index_type
+    axis = constant_axis(ctx, node, 3, ctx.info.rank(data))
+    if isinstance(axis, Keep):
+        return axis
+    if reduction == "mean" and is_bool(dtype):
+        return Keep("mean is not defined for bool data: the node always fails")
+    if reduction == "mean" and dtype in (np.int64, np.uint64):
+        return Keep(f"{type_name(dtype)} mean needs an exact sum wider than 64 bits, which standard ONNX "
+                    f"cannot express")
+    b = ctx.builder(node)
+    idx = scatter_indices(b, indices, index_type, data, axis)
+    out = node.output[0]
+    if reduction == "none":  # use_init_val has no effect; every type has a native kernel
+        b.op("ScatterElements", [data, idx, updates], [out], axis=axis, reduction="none")
+        return Converted(b, "lowered", "ScatterElements-18 reduction none")
+    if reduction == "mean":
+        return _mean(b, node, dtype, idx, axis, use_init_val)
+    onnx_reduction = BOOL_REDUCTION[reduction] if is_bool(dtype) else ONNX_REDUCTION[reduction]
+    work = _work_type(dtype, onnx_reduction)
+    base = b.cast(data, onnx_type(work))
+    values = b.cast(updates, onnx_type(work))
+    steps = []
+    if not use_init_val:
+        neutral = b.filled(b.op("Shape", [idx]), neutral_value(reduction, dtype), work, hint="neutral")
+        base = b.op("ScatterElements", [base, idx, neutral], axis=axis, reduction="none", hint="start")
+        steps.append(f"neutral {neutral_value(reduction, dtype)} scattered first")
+    nan_fix = is_float(dtype) and reduction in ("min", "max")
+    if nan_fix:
+        values = _nan_sticky_updates(b, base, idx, values, axis, work, use_init_val)
+        steps.append("NaN made sticky (updates to a NaN target set to NaN)")
+    last = out if work == dtype else None  # the op that writes the node's output
+    result = b.op("ScatterElements", [base, idx, values], last, axis=axis, reduction=onnx_reduction)
+    if work != dtype:
+        b.cast(result, onnx_type(dtype), output=out)
+        steps.append(f"computed in {type_name(work)}")
+    what = f"ScatterElements-18 reduction {onnx_reduction}"
+    if is_bool(dtype):
+        what += f" ({reduction} on bool = {'OR' if onnx_reduction == 'add' else 'AND'})"
+    if nan_fix or not use_init_val:
+        return Converted(b, "decomposed", "; ".join([what] + steps))
+    return Converted(b, "lowered", "; ".join([what] + steps))
+
+
+def _nan_sticky_updates(b, base, idx, values, axis, work, use_init_val):
+    """Updates with NaN put in every update whose target ends NaN in the contract: the target receives a NaN
+    update, or (use_init_val=1) holds NaN. Then every write to such a target is NaN, so the last one is.
+    Which targets receive a NaN update needs a data-sized uint8 mask scatter: done inside If, only when some
+    update is NaN. Everything else is updates-sized."""
+    nan_update = b.op("IsNaN", [values], hint="nan_update")
+    count = b.op("ReduceMax", [b.op("Cast", [nan_update], to=TensorProto.UINT8)], keepdims=0, hint="any_nan")
+    some = b.op("Cast", [count], to=TensorProto.BOOL, hint="any_nan")
+
+    def mask(t):
+        flags = t.op("Cast", [nan_update], to=TensorProto.UINT8, hint="nan_flags")
+        zeros = t.filled(t.op("Shape", [base]), 0, np.uint8, hint="no_nan")
+        marked = t.op("ScatterElements", [zeros, idx, flags], axis=axis, reduction="max", hint="nan_targets")
+        return [t.op("Cast", [t.op("GatherElements", [marked, idx], axis=axis)], to=TensorProto.BOOL,
+                     hint="meets_nan_update")]
+
+    hit = b.if_(some, mask, lambda e: [e.op("Identity", [nan_update])], hint="meets_nan_update")
+    if use_init_val:  # with use_init_val=0 touched positions start from the neutral value, never NaN
+        met = b.op("GatherElements", [base, idx], axis=axis, hint="base_at_target")
+        hit = b.op("Or", [hit, b.op("IsNaN", [met], hint="nan_base")], hint="meets_nan")
+    return b.op("Where", [hit, b.const(np.array(np.nan, work), hint="nan"), values], hint="nan_sticky_updates")
+
+
+def _mean(b, node, dtype, idx, axis, use_init_val):
+    """Sum and count scatters, then each touched position rewritten with sum / count (computed per update
+    from gathered sums and counts: updates-sized work; duplicates write the same value)."""
+    data, indices, updates = node.input[:3]
+    out = node.output[0]
+    integer = not is_float(dtype)
+    work = np.dtype(np.int64) if integer else compute_dtype(dtype)
+    base = b.cast(data, onnx_type(work))
+    values = b.cast(updates, onnx_type(work))
+    update_shape = b.op("Shape", [idx])
+    if not use_init_val:
+        base = b.op("ScatterElements", [base, idx, b.filled(update_shape, 0, work, hint="zeros")],
+                    axis=axis, reduction="none", hint="start")
+    total = b.op("ScatterElements", [base, idx, values], axis=axis, reduction="add", hint="sum")
+    static = b.info.static_shape(indices)
+    counter = np.int32 if static is not None and np.prod(static, dtype=np.int64) < 2**31 else np.int64
+    start = b.filled(b.op("Shape", [data]), use_init_val, counter, hint="count_start")
+    count = b.op("ScatterElements", [start, idx, b.filled(update_shape, 1, counter, hint="ones")], axis=axis,
+                 reduction="add", hint="count")
+    summed = b.op("GatherElements", [total, idx], axis=axis, hint="sum_at_target")
+    divisor = b.cast(b.op("GatherElements", [count, idx], axis=axis, hint="count_at_target"), onnx_type(work))
+    if integer:
+        remainder = b.op("Mod", [summed, divisor], fmod=0, hint="remainder")
+        mean = b.op("Div", [b.op("Sub", [summed, remainder], hint="floor_multiple"), divisor], hint="mean")
+        how = "int64 sum, floor division Div(Sub(a, Mod(a, b)), b)"
+    else:
+        mean = b.op("Div", [summed, divisor], hint="mean")
+        how = f"{type_name(work)} sum, one division"
+    last = out if work == dtype else None
+    result = b.op("ScatterElements", [total, idx, mean], last, axis=axis, reduction="none", hint="means")
+    if work != dtype:
+        b.cast(result, onnx_type(dtype), output=out)
+    start_note = "" if use_init_val else "; zeros scattered first (use_init_val=0)"
+    return Converted(b, "decomposed", f"mean: ScatterElements-18 add for sum and count ({how}), means "
+                                      f"written back at the targets{start_note}")

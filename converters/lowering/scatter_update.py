@@ -1,0 +1,122 @@
+"""ScatterUpdate-3 -> ScatterND-18 on data viewed as [pre, d, post] (no Transpose, no copy of data).
+
+data is reshaped to [d, post] (axis 0) or [pre, d, post], updates to [n, post] or [pre, n, post] (n = number
+of indices), and ScatterND writes whole rows: coordinates [i] or [p, i]. The result is reshaped back.
+
+Duplicates: the dialect keeps the last one. onnxruntime's ScatterND copies rows in parallel, so with
+duplicates the winner is a race (measured). Unless the indices are a constant without duplicates, every
+update row is first replaced by the row of the last occurrence of its index (last = a max-ScatterElements of
+positions, which runs sequentially; then Gather), so racing writes write the same bytes.
+Negative indices, which the dialect rejects and ScatterND would accept, are moved out of range so that
+onnxruntime rejects them too (its message differs).
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from onnx_bridge.config import DOMAIN
+
+from ..registry import LOWERING
+from ..rules import Converted, Keep
+from ._common import constant_axis, data_type, out_of_range_negatives
+
+
+def _same_dims(first, second) -> bool | None:
+    """True/False when shapes are provably equal/different, None when unknown (symbolic dims compare
+    by name)."""
+    if first is None or second is None:
+        return None
+    if len(first) != len(second):
+        return False
+    verdict = True
+    for a, b in zip(first, second):
+        if isinstance(a, int) and isinstance(b, int):
+            if a != b:
+                return False
+        elif a is None or b is None or a != b:
+            verdict = None
+    return verdict
+
+
+@LOWERING.register(DOMAIN, "ScatterUpdate", 3)
+def lower_v3(node, ctx):
+    dtype = data_type(ctx, node, 3)
+    if isinstance(dtype, Keep):
+        return dtype
+    data, indices, updates = node.input[:3]
+    index_type = ctx.dtype(node, 1, "indices")
+    if isinstance(index_type, Keep):
+        return index_type
+    data_shape = ctx.info.shape(data)
+    axis = constant_axis(ctx, node, 3, None if data_shape is None else len(data_shape))
+    if isinstance(axis, Keep):
+        return axis
+    size = data_shape[axis] if data_shape is not None and isinstance(data_shape[axis], int) else None
+    index_shape = ctx.info.shape(indices)
+    expected = None if data_shape is None or index_shape is None else \
+        data_shape[:axis] + index_shape + data_shape[axis + 1:]
+    same = _same_dims(expected, ctx.info.shape(updates))
+    if same is False:
+        return Keep(f"updates shape {ctx.info.shape(updates)} is not data.shape[:axis] + indices.shape + "
+                    f"data.shape[axis+1:] = {expected}: the node always fails")
+    caveat = None if same else ("invalid input: updates of another shape but as many elements are "
+                                "accepted (shapes not statically known)")
+
+    constant = ctx.constant(node, 1)
+    unique = False
+    if constant is not None:
+        flat = constant.reshape(-1).astype(np.int64) if constant.dtype != np.uint64 else None
+        if flat is None or (flat.size and flat.min() < 0) or (size is not None and flat.size and flat.max() >= size):
+            return Keep(f"constant indices outside [0, {size if size is not None else 'd'} - 1]: "
+                        f"the node always fails")
+        unique = np.unique(flat).size == flat.size
+
+    b = ctx.builder(node)
+    idx = b.op("Reshape", [b.cast(indices, TensorProto.INT64), b.int64s([-1])], hint="indices")
+    remap = constant is None and (index_type.kind == "i" or index_type == np.uint64)
+    if remap:
+        idx = out_of_range_negatives(b, idx, data, axis)
+    count = b.dims_product(indices, hint="n")
+    rows = b.dims(data, axis, axis + 1, hint="d")
+    post = b.dims_product(data, axis + 1, hint="post")
+    source = None
+    if not unique:
+        zero, one = b.const(np.int64(0), hint="zero"), b.const(np.int64(1), hint="one")
+        scalar_count = b.op("Squeeze", [count, b.int64s([0], hint="axes")], hint="n_scalar")
+        positions = b.op("Range", [zero, scalar_count, one], hint="positions")
+        last = b.op("ScatterElements", [b.filled(rows, 0, np.int64), idx, positions], axis=0,
+                    reduction="max", hint="last_position")
+        source = b.op("Gather", [last, idx], axis=0, hint="source_row")
+
+    if axis == 0:
+        shape_of = lambda *parts: b.op("Concat", list(parts), axis=0, hint="view")  # noqa: E731
+        blocks = b.op("Reshape", [updates, shape_of(count, post)], allowzero=1, hint="update_rows")
+        if source is not None:
+            blocks = b.op("Gather", [blocks, source], axis=0, hint="update_rows_last")
+        table = b.op("Reshape", [data, shape_of(rows, post)], allowzero=1, hint="data_rows")
+        coordinates = b.op("Unsqueeze", [idx, b.int64s([-1], hint="axes")], hint="coordinates")
+    else:
+        shape_of = lambda *parts: b.op("Concat", list(parts), axis=0, hint="view")  # noqa: E731
+        pre = b.dims_product(data, 0, axis, hint="pre")
+        blocks = b.op("Reshape", [updates, shape_of(pre, count, post)], allowzero=1, hint="update_rows")
+        if source is not None:
+            blocks = b.op("Gather", [blocks, source], axis=1, hint="update_rows_last")
+        table = b.op("Reshape", [data, shape_of(pre, rows, post)], allowzero=1, hint="data_rows")
+        grid = shape_of(pre, count, b.int64s([1], hint="one"))
+        zero, one = b.const(np.int64(0), hint="zero"), b.const(np.int64(1), hint="one")
+        scalar_pre = b.op("Squeeze", [pre, b.int64s([0], hint="axes")], hint="pre_scalar")
+        outer = b.op("Reshape", [b.op("Range", [zero, scalar_pre, one], hint="outer"),
+                                 b.int64s([-1, 1, 1])], hint="outer")
+        inner = b.op("Reshape", [idx, b.int64s([1, -1, 1])], hint="inner")
+        coordinates = b.op("Concat", [b.op("Expand", [outer, grid], hint="outer"),
+                                      b.op("Expand", [inner, grid], hint="inner")], axis=2, hint="coordinates")
+    written = b.op("ScatterND", [table, coordinates, blocks], hint="scattered")
+    b.op("Reshape", [written, b.dims(data, hint="data_shape")], node.output[0], allowzero=1)
+    how = "rows of [d, post]" if axis == 0 else "rows of [pre, d, post]"
+    notes = [f"ScatterND-18 writing {how}"]
+    if source is not None:
+        notes.append("duplicates resolved to the last first (ScatterND writes in parallel)")
+    if remap:
+        notes.append("negative indices rejected via out-of-range")
+    return Converted(b, "decomposed", "; ".join(notes), caveat=caveat)
