@@ -26,14 +26,14 @@ def normalized_axes(axes, rank: int) -> tuple[int, ...]:
     axes = check.as_array(OP, "axes", axes)
     check.integer_type(OP, "axes", axes)
     if axes.ndim > 1:
-        raise OpError(OP, "input 'axes'", "must be a scalar or 1-D", value=axes.shape)
+        raise OpError(OP, "input 'axes'", "must be a scalar or 1-D", value=axes.shape, allowed="shape [] or [n]")
     result = []
     for value in (int(v) for v in axes.reshape(-1)):
         if rank == 0 or not -rank <= value < rank:
             raise OpError(OP, "input 'axes'", f"axis out of range for rank {rank}", value=value,
                           allowed=f"[{-rank}, {rank - 1}]" if rank else "no axes for a scalar")
         if value % rank in result:
-            raise OpError(OP, "input 'axes'", "duplicate axis", value=axes.tolist())
+            raise OpError(OP, "input 'axes'", "duplicate axis", value=axes.tolist(), allowed="each axis once")
         result.append(value % rank)
     return tuple(sorted(result))
 

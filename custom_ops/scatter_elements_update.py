@@ -45,13 +45,14 @@ def validate(data, indices, updates, axis, reduction, use_init_val):
                       allowed="none, sum, prod, min, max")
     rank = data.ndim
     if rank == 0:
-        raise OpError(OP, "input 'data'", "must have rank >= 1", value=data.shape)
+        raise OpError(OP, "input 'data'", "must have rank >= 1", value=data.shape, allowed="rank >= 1")
     axis = check.scalar_axis(OP, axis, rank)
     if indices.shape != updates.shape:
         raise OpError(OP, "input 'updates'", "shape must equal indices' shape", value=updates.shape,
                       allowed=indices.shape)
     if indices.ndim != rank:
-        raise OpError(OP, "input 'indices'", f"rank must equal data's rank {rank}", value=indices.shape)
+        raise OpError(OP, "input 'indices'", f"rank must equal data's rank {rank}", value=indices.shape,
+                      allowed=f"rank {rank}")
     for dim, (have, limit) in enumerate(zip(indices.shape, data.shape)):
         if dim != axis and have > limit:
             raise OpError(OP, "input 'indices'", f"dimension {dim} exceeds data's", value=indices.shape,

@@ -25,7 +25,7 @@ def validate(data, indices, updates, axis):
         raise OpError(OP, "input 'updates'", "element type must equal data's", value=str(updates.dtype),
                       allowed=str(data.dtype))
     if data.ndim == 0:
-        raise OpError(OP, "input 'data'", "must have rank >= 1", value=data.shape)
+        raise OpError(OP, "input 'data'", "must have rank >= 1", value=data.shape, allowed="rank >= 1")
     axis = check.scalar_axis(OP, axis, data.ndim)
     expected = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
     if updates.shape != expected:

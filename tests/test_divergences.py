@@ -1,0 +1,167 @@
+"""The divergence table: well-formed, documented (docs/divergences.md is generated from it), and real --
+each onnxruntime, reference-evaluator and torch entry's example still shows the divergence.
+(The OpenVINO entries are demonstrated in test_kernels_vs_openvino.py.)"""
+import pathlib
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import oracle
+from onnx_bridge import IR_VERSION, OpError, divergences
+from onnx_bridge.divergences import BY_ID, DIVERGENCES, Case
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN and overflow in examples
+DOC = pathlib.Path(__file__).parent.parent / "docs" / "divergences.md"
+
+
+def test_doc_is_generated_from_the_table():
+    assert DOC.read_text() == divergences.to_markdown(), \
+        "docs/divergences.md is stale: python -m onnx_bridge.divergences > docs/divergences.md"
+
+
+@pytest.mark.parametrize("entry", DIVERGENCES, ids=[d.id for d in DIVERGENCES])
+def test_entry_is_well_formed(entry):
+    assert entry.backend in divergences.BACKENDS and entry.kind in divergences.KINDS
+    assert entry.id.split("-")[0] in ("ov", "ort", "ref", "torch") and entry.title and len(entry.reason) > 40
+    case = entry.example()
+    assert entry.applies(case), case
+    assert case.valid == (entry.kind not in ("accepts", "crashes"))
+    assert entry in divergences.matching(entry.backend, case)
+
+
+def test_case_of_splits_inputs_and_attributes():
+    case = Case.of("ReduceL2", data=np.ones((2, 2), np.float32), axes=[1], keep_dims=1)
+    assert list(case.inputs) == ["data", "axes"] and case.attributes == {"keep_dims": 1}
+    assert case["keep_dims"] == 1 and case["axes"].tolist() == [1]
+    assert Case.of("Unique", data=np.ones(3)).args[0].shape == (3,)  # the optional axis is left out
+    assert Case.of("Unique", data=np.ones(3)).attributes["index_element_type"] == "i64"  # defaults filled
+    with pytest.raises(OpError, match="unknown input names"):
+        Case("ReduceL2", {"data": np.ones(2), "axis": [0]})
+
+
+def test_invalid_case_reports_the_contract_error():
+    case = Case.of("ScatterUpdate", data=np.zeros(3), indices=[-1], updates=[1.0], axis=0)
+    assert not case.valid and "index out of range" in str(case.contract)
+    assert [d.id for d in divergences.matching("onnxruntime", case)] == ["ort-scatternd-negative-indices"]
+    assert [d.id for d in divergences.matching("openvino-cpu", case)] == ["ov-scatter-index-out-of-range"]
+    assert divergences.matching("torch", case) == []
+
+
+def test_unknown_backend():
+    with pytest.raises(ValueError, match="unknown backend"):
+        divergences.matching("tensorrt", DIVERGENCES[0].example())
+
+
+# ------------------------------------------------------------------------------------------------------
+# The other runtimes on each example, through the standard ONNX op a lowered model would use.
+
+
+def _model(op_type, inputs: dict, attributes: dict, outputs=1, opset=18):
+    node = helper.make_node(op_type, list(inputs), [f"y{i}" for i in range(outputs)], **attributes)
+    graph = helper.make_graph(
+        [node], "divergence", [helper.make_tensor_value_info(name, numpy_helper.from_array(value).data_type, None)
+                               for name, value in inputs.items()],
+        [helper.make_empty_tensor_value_info(f"y{i}") for i in range(outputs)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+
+
+def _onnxruntime(op_type, inputs, attributes, outputs=1):
+    import onnxruntime
+    session = onnxruntime.InferenceSession(_model(op_type, inputs, attributes, outputs).SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    return tuple(session.run(None, inputs))
+
+
+def _reference(op_type, inputs, attributes, outputs=1):
+    from onnx.reference import ReferenceEvaluator
+    return tuple(ReferenceEvaluator(_model(op_type, inputs, attributes, outputs)).run(None, inputs))
+
+
+def _scatter_elements(case, run):
+    reduction = {"min": "min", "max": "max", "sum": "add", "prod": "mul", "none": "none"}[case["reduction"]]
+    return run("ScatterElements", {"data": case["data"], "indices": case["indices"].astype(np.int64),
+                                   "updates": case["updates"]}, {"axis": int(case["axis"]), "reduction": reduction})
+
+
+def _reduce_l2(case, run):
+    return run("ReduceL2", {"data": case["data"], "axes": case["axes"].astype(np.int64)},
+               {"keepdims": case["keep_dims"], "noop_with_empty_axes": 1})
+
+
+def _unique(case, run):
+    return run("Unique", {"x": case["data"]}, {"sorted": case["sorted"]}, outputs=4)
+
+
+def _scatter_nd(case, run):  # ScatterUpdate along axis 0
+    return run("ScatterND", {"data": case["data"], "indices": case["indices"].astype(np.int64)[..., None],
+                             "updates": case["updates"]}, {})
+
+
+def _torch_scatter(case):
+    import torch
+    data, axis = torch.from_numpy(case["data"]), int(case["axis"])
+    indices, updates = torch.from_numpy(case["indices"].astype(np.int64)), torch.from_numpy(case["updates"])
+    if case["reduction"] == "none":
+        return (data.scatter(axis, indices, updates).numpy(),)
+    reduce = {"min": "amin", "max": "amax", "sum": "sum", "prod": "prod", "mean": "mean"}[case["reduction"]]
+    return (data.scatter_reduce(axis, indices, updates, reduce, include_self=bool(case["use_init_val"])).numpy(),)
+
+
+def _torch_unique(case):
+    import torch
+    values, inverse, counts = torch.unique(torch.from_numpy(case["data"]), sorted=bool(case["sorted"]),
+                                           return_inverse=True, return_counts=True)
+    return values.numpy(), inverse.numpy(), counts.numpy()
+
+
+def _torch_norm(case):
+    import torch
+    return (torch.linalg.vector_norm(torch.from_numpy(case["data"]), 2, dim=tuple(case["axes"].tolist())).numpy(),)
+
+
+# id: (run the example, what the runtime's error says for "rejects" (and value entries that raise))
+RUNS = {
+    "ort-unique-nan": (lambda c: _unique(c, _onnxruntime)[:1], None),
+    "ort-reducel2-int-truncates": (lambda c: _reduce_l2(c, _onnxruntime), None),
+    "ort-scatterelements-minmax-nan-replaced": (lambda c: _scatter_elements(c, _onnxruntime), None),
+    "ort-scatternd-negative-indices": (lambda c: _scatter_nd(c, _onnxruntime), None),
+    "ref-scatterelements-minmax-nan-ignored": (lambda c: _scatter_elements(c, _reference), None),
+    "ref-reducel2-float16": (lambda c: _reduce_l2(c, _reference), None),
+    "ref-reducel2-int-truncates": (lambda c: _reduce_l2(c, _reference), None),
+    "ref-unique-unsorted-nd": (lambda c: _unique(c, _reference)[:1], "out of bounds"),  # IndexError
+    "ref-scatterelements-shape-unchecked": (lambda c: _scatter_elements(c, _reference), None),
+    "torch-scatter-negative-indices": (_torch_scatter, "out of bounds"),
+    "torch-scatter-init0-infinity": (_torch_scatter, None),
+    "torch-unique-nan": (lambda c: _torch_unique(c)[:1], None),
+    "torch-unique-unsorted": (lambda c: _torch_unique(c)[:1], None),
+    "torch-norm-integer": (_torch_norm, "floating point"),
+}
+
+
+def test_every_other_runtime_entry_is_demonstrated():
+    assert set(RUNS) == {d.id for d in DIVERGENCES if d.backend != "openvino-cpu"}
+
+
+@pytest.mark.parametrize("entry_id", [pytest.param(i, marks=pytest.mark.torch) if i.startswith("torch") else i
+                                      for i in RUNS])
+def test_divergence_is_real(entry_id):
+    entry = BY_ID[entry_id]
+    case = entry.example()
+    run, error_text = RUNS[entry_id]
+    if error_text is not None:
+        with pytest.raises(Exception, match=error_text):
+            run(case)
+        return
+    got = run(case)
+    if entry.kind == "value":  # the runtime runs and differs from the contract
+        assert not _same(got, case.contract[:len(got)]), got
+
+
+def _same(got, want) -> bool:
+    try:
+        oracle.assert_identical(tuple(np.asarray(g) for g in got), want)
+    except AssertionError:
+        return False
+    return True
