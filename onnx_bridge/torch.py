@@ -46,6 +46,13 @@ __all__ = ["translation_table", "register_symbolics", "unregister_symbolics", "e
 REDUCTIONS = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "max", "amin": "min"}
 
 
+#: include_self=False max/min on floats: the dialect's use_init_val=0 starts touched slots at the lowest/highest
+#: *finite* value (OpenVINO's neutral value), so a slot whose updates are all -inf (max) gets -FLT_MAX where
+#: torch gives -inf (e.g. max-aggregation over fully masked messages). Exported instead as a "none" scatter of
+#: -inf/+inf into the touched slots, then the reduction with use_init_val=1: torch's result on every input.
+_INFINITE_START = {"max": -np.inf, "min": np.inf}
+
+
 def _reduction(reduce: str) -> str:
     if reduce not in REDUCTIONS:
         raise OpError("ScatterElementsUpdate", "scatter_reduce argument 'reduce'", "unknown reduction",
@@ -114,7 +121,7 @@ def _int64s(values: list[int]):
 
 
 def _scatter_reduce(self, dim: int, index, src, reduce: str, include_self: bool = True):
-    op, ov, _ = _onnxscript()
+    op, ov, ir = _onnxscript()
     reduction = _reduction(reduce)
     rank = _rank(self)
     if rank == 0:  # torch allows 0-D self/index/src; the dialect needs an axis
@@ -123,8 +130,12 @@ def _scatter_reduce(self, dim: int, index, src, reduce: str, include_self: bool 
     elif index.shape is None or src.shape is None or index.shape != src.shape:
         # torch reads only the leading index.shape block of src; the dialect wants equal shapes.
         src = op.Slice(src, op.Constant(value_ints=[0] * rank), op.Shape(index))
-    out = ov.ScatterElementsUpdate(self, index, src, op.Constant(value_int=dim % max(rank, 1)),
-                                   reduction=reduction, use_init_val=int(include_self))
+    axis = op.Constant(value_int=dim % max(rank, 1))
+    if not include_self and reduction in _INFINITE_START and self.dtype.is_floating_point():
+        start = ir.tensor(np.array(_INFINITE_START[reduction], dtype=self.dtype.numpy()))
+        self = ov.ScatterElementsUpdate(self, index, op.Expand(op.Constant(value=start), op.Shape(index)), axis)
+        include_self = True
+    out = ov.ScatterElementsUpdate(self, index, src, axis, reduction=reduction, use_init_val=int(include_self))
     return op.Reshape(out, _int64s([])) if rank == 0 else out
 
 
@@ -229,7 +240,13 @@ def _sym_scatter_reduce(g, self, dim, index, src, reduce, include_self):
         index_sizes, src_sizes = sh._get_tensor_sizes(index), sh._get_tensor_sizes(src)
         if index_sizes is None or None in index_sizes or index_sizes != src_sizes:
             src = g.op("Slice", src, _const(g, [0] * rank), g.op("Shape", index))
-    out = g.op(_dialect("ScatterElementsUpdate"), self, index, src, _const(g, dim % max(rank, 1)),
+    axis = _const(g, dim % max(rank, 1))
+    dtype = sh._type_utils.JitScalarType.from_value(self).dtype()
+    if not include_self and reduction in _INFINITE_START and dtype.is_floating_point:
+        start = g.op("Expand", _const(g, float(_INFINITE_START[reduction]), dtype), g.op("Shape", index))
+        self = g.op(_dialect("ScatterElementsUpdate"), self, index, start, axis)
+        include_self = True
+    out = g.op(_dialect("ScatterElementsUpdate"), self, index, src, axis,
                reduction_s=reduction, use_init_val_i=int(include_self))
     if rank == 0:
         return g.op("Reshape", out, _const(g, []))

@@ -88,9 +88,12 @@ def _scatter_inputs():
 class Misc(torch.nn.Module):
     """index_copy, torch.unique in its forms, linalg.vector_norm in its forms."""
 
-    def forward(self, x, idx, src, i0, row, y, m, z):
+    def forward(self, x, idx, src, i0, row, y, m, z, inf_index, inf_src):
         scalar = z[1, 2]
         return (
+            # include_self=False max/min of updates that are all -inf/+inf: torch gives the infinity.
+            z[0].scatter_reduce(0, inf_index, inf_src, "amax", include_self=False),
+            z[0].scatter_reduce(0, inf_index, inf_src, "amin", include_self=False),
             x.index_copy(1, idx, src),
             x.index_copy(0, i0, row),  # 0-D index
             scalar.index_copy(0, i0 - 2, z[0, 0]),  # 0-D everything
@@ -112,6 +115,7 @@ class Misc(torch.nn.Module):
 
 
 MISC_OUTPUTS = [  # names of Misc's outputs, in order
+    "amax_noself_infinities", "amin_noself_infinities",
     "index_copy", "index_copy_0d", "index_copy_scalar", "scatter_reduce_scalar",
     "unique2_values", "unique2_empty_inverse", "unique2_counts", "_unique_values", "_unique_inverse",
     "unique_dim_values", "unique_dim_inverse_unasked", "unique_dim_counts_unasked",
@@ -131,6 +135,8 @@ def _misc_inputs():
         "y": torch.tensor([[4, 1, 7, 1], [7, 7, -2, 4]]),
         "m": torch.tensor([[2, 1, 2], [0, 5, 0], [2, 1, 2], [-1, 3, -1], [0, 5, 0]], dtype=torch.int32),
         "z": torch.tensor(rng.integers(-6, 7, (3, 4)), dtype=torch.float32),
+        "inf_index": torch.tensor([0, 0, 1, 1, 2, 2]),
+        "inf_src": torch.tensor([-np.inf, -np.inf, np.inf, np.inf, np.nan, 1.0]),
     }
 
 
@@ -336,6 +342,16 @@ def test_export_writes_atomically_and_refuses_old_opsets(tmp_path):
     assert_same(got, _TinyMean()(*args).numpy())
     with pytest.raises(BridgeError, match="opset >= 14"):
         obt.export(_TinyMean(), args, None, lower=False, dynamo=False, opset_version=13)
+
+
+class _Unexportable(torch.nn.Module):
+    def forward(self, x):
+        return torch.linalg.eigvals(x).real
+
+
+def test_export_failure_names_the_cause():
+    with pytest.raises(onnx_bridge.ConversionError, match=r"\(torchscript\) failed: .*linalg_eigvals"):
+        obt.export(_Unexportable(), (torch.eye(3),), None, lower=False, dynamo=False)
 
 
 @needs_converter
