@@ -53,8 +53,8 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool = F
             "openvino-ir" raises, then writes OpenVINO IR to `output` (a .xml path).
     mode:   "default" converts what can be converted; "keep-all" converts nothing (report only);
             "require-standard" (to="standard") raises ConversionError listing every node left in the dialect.
-    strict: also keep nodes whose converted graph is not bit-identical on every input (it differs only on
-            invalid input or in float rounding: the report's caveats).
+    strict: also keep nodes whose converted graph is not bit-identical on every input (the report's
+            caveats: float ReduceL2 rounding when lowering, NaN in float min/max when raising).
     output: where to write the result (atomically); required for "openvino-ir".
     The input is never modified. Returns (new model, Report).
     """

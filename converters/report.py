@@ -22,7 +22,7 @@ class NodeReport:
     reason: str
     #: Op types of the nodes that replaced it (empty when kept/unchanged).
     emitted: list[str] = field(default_factory=list)
-    #: Where the new graph can differ from the old one (invalid input, float rounding); strict=True keeps those.
+    #: How the new graph can differ from the old one (e.g. float rounding); strict=True keeps such nodes.
     caveat: str | None = None
 
     @property

@@ -22,8 +22,8 @@ class Converted:
     builder: Builder
     action: str  # lowered, decomposed or raised
     reason: str
-    #: Set when the new graph is not bit-identical to the old one on every input (invalid input, float
-    #: rounding); strict=True keeps the node.
+    #: Set when the new graph is not bit-identical to the old one on every input (e.g. float rounding);
+    #: strict=True keeps the node.
     caveat: str | None = None
     #: Domains (other than the default one) the new nodes need, with their minimum opset.
     domains: dict[str, int] = field(default_factory=dict)

@@ -10,9 +10,10 @@ import zlib
 
 import numpy as np
 import pytest
-from test_lowering_harness import dialect_node, lower, lower_and_compare, model_of
+from test_lowering_harness import dialect_node, lower, lower_and_compare, model_of, run_dialect, run_standard
 
 from custom_ops._types import BFLOAT16, type_name
+from onnx_bridge.errors import OpError
 
 FLOATS = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
 SMALL_INTEGERS = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
@@ -60,7 +61,7 @@ def test_runtime_axes(dtype, axes):
     data = values_for(dtype, (3, 4, 5), ("runtime", type_name(dtype), axes))
     model, feeds = reduce_model(data, AXES[axes], 1, runtime_axes=True, symbolic=True)
     report, _ = lower_and_compare(model, feeds, rtol=RTOL.get(dtype, 0.0))
-    assert "duplicate runtime axes" in report.nodes[0].caveat
+    assert (report.nodes[0].caveat is None) == (dtype in SMALL_INTEGERS)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, BFLOAT16], ids=type_name)
@@ -118,10 +119,27 @@ def test_invalid_constant_axes_are_kept(axes, problem):
     assert report.nodes[0].action == "kept" and problem in report.nodes[0].reason
 
 
-def test_strict_keeps_runtime_axes():
-    model, _ = reduce_model(np.ones((2, 3), np.float32), np.array([1]), 0, runtime_axes=True)
-    lowered, report = lower(model, strict=True)
-    assert report.nodes[0].action == "kept" and "duplicate runtime axes" in report.nodes[0].reason
+@pytest.mark.parametrize("dtype", [np.float32, np.int16], ids=type_name)
+@pytest.mark.parametrize("axes", [[1, -1], [0, 0], [-2, 0, 1]])
+def test_duplicate_runtime_axes_fail_in_both(dtype, axes):
+    """onnxruntime would silently de-duplicate them; the lowered graph checks at run time."""
+    model, feeds = reduce_model(np.ones((2, 3), dtype), np.array([0]), 0, runtime_axes=True, symbolic=True)
+    lowered, report = lower(model)
+    assert report.nodes[0].action != "kept"
+    bad = dict(feeds, axes=np.array(axes))
+    with pytest.raises(OpError, match="duplicate"):
+        run_dialect(model, bad)
+    with pytest.raises(Exception, match="reshape"):
+        run_standard(lowered, bad)
+
+
+def test_strict_keeps_float_reduction_but_not_integer_or_abs():
+    for data, axes, action in ((np.ones((2, 3), np.float32), np.array([1]), "kept"),
+                               (np.ones((2, 3), np.uint8), np.array([1]), "decomposed"),
+                               (np.ones((2, 3), np.float32), np.zeros(0, np.int64), "lowered")):
+        model, _ = reduce_model(data, axes, 0)
+        _, report = lower(model, strict=True)
+        assert report.nodes[0].action == action, report.to_table()
 
 
 def test_empty_input_and_scalar():

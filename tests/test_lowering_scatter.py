@@ -254,14 +254,20 @@ def test_scatter_update_negative_index_fails_in_both():
         run_standard(lowered, feeds)
 
 
-def test_scatter_update_unknown_shapes_carry_a_caveat():
-    """With symbolic shapes the converter cannot prove updates has the right shape; a same-size updates of
-    another shape would pass the Reshape: reported, and strict keeps the node."""
+def test_scatter_update_unknown_shapes_are_checked_at_run_time():
+    """With symbolic shapes the converter cannot prove updates has the right shape; the lowered graph checks
+    it at run time: an updates tensor with as many elements but another shape fails in both."""
     model, feeds = su_case(np.float32, 1, (2,), rng_for("su-sym"), symbolic=True)
-    report, _ = lower_and_compare(model, feeds, expect_actions=["decomposed"])
-    assert "updates of another shape" in report.nodes[0].caveat
+    report, lowered = lower_and_compare(model, feeds, expect_actions=["decomposed"])
+    assert report.nodes[0].caveat is None and "checked at run time" in report.nodes[0].reason
     _, strict = lower(model, strict=True)
-    assert strict.nodes[0].action == "kept" and strict.nodes[0].reason.startswith("strict:")
+    assert strict.nodes[0].action == "decomposed"
+    for shape in [(4, 5, 2), (2, 4, 5), (5, 4, 2)]:  # as many elements as (4, 2, 5); inputs declare rank 3
+        bad = dict(feeds, upd=feeds["upd"].reshape(shape))
+        with pytest.raises(OpError):
+            run_dialect(model, bad)
+        with pytest.raises(Exception, match="reshape"):
+            run_standard(lowered, bad)
 
 
 def test_scatter_update_static_shape_mismatch_is_kept():

@@ -85,3 +85,11 @@ def out_of_range_negatives(b: Builder, indices: str, data: str, axis: int) -> st
 
 def onnx_type(dtype) -> int:
     return NUMPY_TO_ONNX[np.dtype(dtype)]
+
+
+def runtime_check(b: Builder, verdict: str) -> str:
+    """A [1] int64 tensor holding 0 that fails to compute when `verdict` (a one-element int64 tensor, 1 or 0)
+    is 0: a one-element tensor reshaped to shape [verdict] (allowzero: [0] cannot hold 1 element). Add it to
+    a value the graph needs, so that the check runs before the result exists."""
+    shape = b.op("Reshape", [verdict, b.int64s([1], hint="one")], hint="verdict")
+    return b.op("Reshape", [b.int64s([0], hint="zero"), shape], allowzero=1, hint="runtime_check")

@@ -12,8 +12,8 @@
   like the kernel). Exact while S < 2**62: any size for 8-bit types, fewer than 2**30 elements per reduced
   group for 16-bit ones. onnxruntime's own integer ReduceL2 truncates, so it is not used.
 - 32/64-bit integers stay dialect nodes: the exact sum of squares needs more than 64 bits.
-- Runtime axes: Cast to int64 1-D. Duplicate axes are an error in the dialect but de-duplicated by
-  onnxruntime (a difference on invalid input only: strict keeps the node).
+- Runtime axes: Cast to int64 1-D, with a run-time check that they are distinct (the dialect rejects
+  duplicates, onnxruntime would silently de-duplicate them).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from onnx_bridge.errors import OpError
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep
-from ._common import data_type, onnx_type, spec_attributes
+from ._common import data_type, onnx_type, runtime_check, spec_attributes
 
 SMALL_INTEGERS = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
 F32 = np.dtype(np.float32)
@@ -75,17 +75,14 @@ def lower_v4(node, ctx):
         return Keep(f"{type_name(dtype)}: the exact sum of squares needs more than 64 bits, which standard "
                     f"ONNX cannot express (onnxruntime's integer ReduceL2 also truncates instead of rounding)")
     b = ctx.builder(node)
-    caveat = None
     if axes is None:
-        axes_input = b.op("Reshape", [b.cast(node.input[1], TensorProto.INT64), b.int64s([-1])], hint="axes")
-        caveat = "invalid input: duplicate runtime axes are de-duplicated instead of rejected"
+        axes_input = _checked_runtime_axes(b, node.input[0], node.input[1])
     else:
         axes_input = b.int64s(axes, hint="axes")
     if dtype in SMALL_INTEGERS:
-        return _integer(b, node, dtype, axes_input, keep, axes, shape, caveat)
-    rounding = "float rounding: the sum of squares is accumulated in another order than in the kernel " \
-        "(results may differ in the last bits)"
-    caveat = rounding if caveat is None else f"{caveat}; {rounding}"
+        return _integer(b, node, dtype, axes_input, keep, axes, shape)
+    rounding = ("float rounding: the sum of squares is accumulated in another order than in the kernel "
+                "(results may differ in the last bits)")
     work = F32 if dtype in (np.float16, BFLOAT16) else dtype
     x = b.cast(data, onnx_type(work))
     last = node.output[0] if work == dtype else None
@@ -99,7 +96,20 @@ def lower_v4(node, ctx):
     if work != dtype:
         b.cast(result, onnx_type(dtype), output=node.output[0])
         notes.append(f"computed in {type_name(work)}")
-    return Converted(b, "lowered", "; ".join(notes), caveat=caveat)
+    return Converted(b, "lowered", "; ".join(notes), caveat=rounding)
+
+
+def _checked_runtime_axes(b, data, axes):
+    """Runtime axes as int64 1-D, plus a run-time check that they are distinct (onnxruntime would silently
+    de-duplicate them; the dialect rejects them). Range errors are left to ReduceL2/ReduceSum."""
+    flat = b.op("Reshape", [b.cast(axes, TensorProto.INT64), b.int64s([-1])], hint="axes")
+    rank = b.op("Size", [b.op("Shape", [data])], hint="rank")
+    divisor = b.op("Max", [rank, b.const(np.int64(1), hint="one")], hint="rank_at_least_1")  # no x % 0
+    normalised = b.op("Mod", [b.op("Add", [flat, rank]), divisor], fmod=0, hint="axes_normalised")
+    distinct = b.op("Unique", [normalised], n=4, hint="distinct_axes")[0]
+    verdict = b.cast(b.op("Equal", [b.op("Size", [distinct]), b.op("Size", [flat])], hint="axes_distinct"),
+                     TensorProto.INT64)
+    return b.op("Add", [flat, runtime_check(b, verdict)], hint="axes")
 
 
 def _absolute(ctx, node, dtype):
@@ -119,7 +129,7 @@ def _if_empty(b, x, axes, work, output, reduce):
                  output, hint="l2_or_abs")
 
 
-def _integer(b, node, dtype, axes_input, keep, axes, shape, caveat):
+def _integer(b, node, dtype, axes_input, keep, axes, shape):
     notes = ["int64 sum of squares (ReduceSum-18), integer square root rounded half away from zero"]
     if dtype.itemsize == 2:
         static = None
@@ -145,4 +155,4 @@ def _integer(b, node, dtype, axes_input, keep, axes, shape, caveat):
     excess = b.op("Sub", [total, b.op("Mul", [root, root])], hint="excess")
     root = b.op("Add", [root, flag("Greater", excess, root)], hint="root_rounded")
     b.cast(root, onnx_type(dtype), output=node.output[0])
-    return Converted(b, "decomposed", "; ".join(notes), caveat=caveat)
+    return Converted(b, "decomposed", "; ".join(notes))

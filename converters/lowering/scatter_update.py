@@ -8,7 +8,10 @@ duplicates the winner is a race (measured). Unless the indices are a constant wi
 update row is first replaced by the row of the last occurrence of its index (last = a max-ScatterElements of
 positions, which runs sequentially; then Gather), so racing writes write the same bytes.
 Negative indices, which the dialect rejects and ScatterND would accept, are moved out of range so that
-onnxruntime rejects them too (its message differs).
+onnxruntime rejects them too (its message differs). When static shapes cannot prove that updates has the
+shape data.shape[:axis] + indices.shape + data.shape[axis+1:], a run-time check (assert_same_shape) makes
+the graph fail on any other shape, as the dialect does (the Reshapes alone would accept any shape with as
+many elements).
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from onnx_bridge.config import DOMAIN
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep
-from ._common import constant_axis, data_type, out_of_range_negatives
+from ._common import constant_axis, data_type, out_of_range_negatives, runtime_check
 
 
 def _same_dims(first, second) -> bool | None:
@@ -37,6 +40,21 @@ def _same_dims(first, second) -> bool | None:
         elif a is None or b is None or a != b:
             verdict = None
     return verdict
+
+
+def assert_same_shape(b, first: str, second: str) -> str:
+    """A [1] int64 zero that fails to compute unless shape vectors first == second: both are prefixed with
+    their length and padded by the other's length, so that they compare element-wise."""
+    def length(shape):
+        return b.op("Reshape", [b.op("Size", [shape]), b.int64s([1])], hint="rank")
+
+    def prefixed(shape, pad):
+        pads = b.op("Concat", [b.int64s([0], hint="zero"), pad], axis=0, hint="pads")
+        return b.op("Pad", [b.op("Concat", [length(shape), shape], axis=0), pads], hint="comparable_shape")
+
+    same = b.op("Equal", [prefixed(first, length(second)), prefixed(second, length(first))], hint="same_dims")
+    return runtime_check(b, b.op("ReduceMin", [b.op("Cast", [same], to=TensorProto.INT64)], keepdims=1,
+                                 hint="same_shape"))
 
 
 @LOWERING.register(DOMAIN, "ScatterUpdate", 3)
@@ -60,8 +78,6 @@ def lower_v3(node, ctx):
     if same is False:
         return Keep(f"updates shape {ctx.info.shape(updates)} is not data.shape[:axis] + indices.shape + "
                     f"data.shape[axis+1:] = {expected}: the node always fails")
-    caveat = None if same else ("invalid input: updates of another shape but as many elements are "
-                                "accepted (shapes not statically known)")
 
     constant = ctx.constant(node, 1)
     unique = False
@@ -78,6 +94,10 @@ def lower_v3(node, ctx):
     if remap:
         idx = out_of_range_negatives(b, idx, data, axis)
     count = b.dims_product(indices, hint="n")
+    if not same:  # the Reshapes below only check element counts: check the shape itself at run time
+        expected_shape = b.op("Concat", [b.dims(data, 0, axis), b.dims(indices), b.dims(data, axis + 1)],
+                              axis=0, hint="expected_updates_shape")
+        count = b.op("Add", [count, assert_same_shape(b, b.op("Shape", [updates]), expected_shape)], hint="n")
     rows = b.dims(data, axis, axis + 1, hint="d")
     post = b.dims_product(data, axis + 1, hint="post")
     source = None
@@ -119,4 +139,6 @@ def lower_v3(node, ctx):
         notes.append("duplicates resolved to the last first (ScatterND writes in parallel)")
     if remap:
         notes.append("negative indices rejected via out-of-range")
-    return Converted(b, "decomposed", "; ".join(notes), caveat=caveat)
+    if not same:
+        notes.append("updates shape checked at run time")
+    return Converted(b, "decomposed", "; ".join(notes))

@@ -11,7 +11,8 @@ Keys (onnxruntime's Unique runs int8, int64, float and double only):
   lexicographically with Unique(axis=0) (about 1.5x slower in onnxruntime).
 With axis: the axis is moved first (Transpose) and each slice flattened into one key row. A zero-width key
 row would abort onnxruntime (measured), so a zero column is appended when the width may be 0.
-i32 outputs: Cast from int64 (more than 2**31-1 elements would wrap instead of failing: strict keeps them).
+i32 outputs: Cast from int64, after a run-time check that the element (slice) count fits int32 (the dialect
+fails otherwise).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from onnx_bridge.config import DOMAIN
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep
-from ._common import constant_axis, data_type, spec_attributes
+from ._common import constant_axis, data_type, runtime_check, spec_attributes
 
 NATIVE_KEYS = (np.dtype(np.int8), np.dtype(np.int64))
 
@@ -87,11 +88,15 @@ def lower_v10(node, ctx):
     b.op("Unique", [key], names, sorted=attributes["sorted"], **unique_axis)
     if not direct and outputs[0]:
         b.op("Gather", [source, names[1]], [outputs[0]], axis=gather_axis, hint="unique_values")
-    caveat = None
+    check = None
     for index in (1, 2, 3):
         if outputs[index] and attributes[kinds[index]] == "i32":
-            b.cast(names[index], TensorProto.INT32, output=outputs[index])
-            caveat = "invalid input: more than 2**31-1 elements wrap in the i32 outputs instead of failing"
+            if check is None:  # the dialect fails when the counts do not fit int32; so does the graph
+                elements = b.dims_product(data) if axis is None else b.dims(data, axis, axis + 1)
+                fits = b.op("LessOrEqual", [elements, b.int64s([2**31 - 1], hint="int32_max")], hint="fits")
+                check = runtime_check(b, b.cast(fits, TensorProto.INT64))
+            checked = b.op("Add", [names[index], check], hint=f"checked_{index}")
+            b.cast(checked, TensorProto.INT32, output=outputs[index])
     what = "Unique-11" + ("" if axis is None else f" over slices along axis {axis}")
     if dtype == np.float64:
         notes.insert(0, "NaN-safe key: (IsNaN, value) pairs")
@@ -102,9 +107,9 @@ def lower_v10(node, ctx):
                                                                  if dtype == np.uint64 else ""))
     action = "decomposed" if floating or dtype == np.uint64 or notes and "zero column" in notes[-1] \
         else "lowered"
-    if caveat:
-        notes.append("i32 outputs cast from int64")
-    return Converted(b, action, "; ".join([what] + notes), caveat=caveat)
+    if check is not None:
+        notes.append("i32 outputs cast from int64 (size checked)")
+    return Converted(b, action, "; ".join([what] + notes))
 
 
 def _known_width(shape, axis):

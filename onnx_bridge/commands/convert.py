@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
                              "require-standard: fail (exit 2) listing every node that cannot be lowered")
     parser.add_argument("--strict", action="store_true",
                         help="also keep nodes whose converted graph is not bit-identical on every input "
-                             "(differs only on invalid input or in float rounding)")
+                             "(float ReduceL2 rounding; NaN in raised float min/max)")
     parser.add_argument("--report", metavar="FILE.json", help="also write the report as JSON")
 
 
