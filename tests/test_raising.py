@@ -213,6 +213,16 @@ def test_unique(attributes, _, dtype):
     raise_and_compare(model, feeds)
 
 
+@pytest.mark.parametrize("outputs", [["y"], ["y", "indices"], ["y", "", "inverse"]])
+def test_unique_with_fewer_outputs(outputs):
+    """The dialect's Unique declares four outputs: unused ones are named."""
+    node = helper.make_node("Unique", ["x"], outputs, sorted=0)
+    model, feeds = standard_model(node, {"x": np.array([3, 1, 3, 2], np.float32)},
+                                  {o: (np.float32 if o == "y" else np.int64, None) for o in outputs if o}, 18)
+    raised, _ = raise_and_compare(model, feeds)
+    assert len(raised.graph.node[-1].output) == 4
+
+
 # Round trips ------------------------------------------------------------------------------------------
 
 

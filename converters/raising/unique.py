@@ -25,7 +25,11 @@ def raise_v11(node, ctx):
     inputs = [node.input[0]]
     if "axis" in attributes:
         inputs.append(b.const(np.int64(attributes["axis"]), hint="axis"))
-    b.op("Unique", inputs, list(node.output), domain=DOMAIN,
+    # The dialect's Unique declares all four outputs: unused ones get names of their own.
+    outputs = list(node.output) + [""] * (4 - len(node.output))
+    outputs = [name or b.fresh(port) for name, port in zip(outputs, ("unique", "indices", "reverse_indices",
+                                                                      "counts"))]
+    b.op("Unique", inputs, outputs, domain=DOMAIN,
          out_types=[NUMPY_TO_ONNX[dtype]] + [TensorProto.INT64] * 3,
          sorted=int(attributes.get("sorted", 1)), index_element_type="i64", count_element_type="i64")
     where = "" if len(inputs) == 1 else f" along axis {attributes['axis']}"
