@@ -99,6 +99,9 @@ def register_schemas() -> None:
     global _DONE
     if _DONE:
         return
+    # onnx.reference builds its op table from onnx.defs on first import and rejects an op name that
+    # exists in two domains (ReduceL2): let it load before our schemas join the registry.
+    import onnx.reference  # noqa: F401
     for spec in all_specs():
         if not onnx.defs.has(spec.op_type, spec.since_version, spec.domain) or \
                 onnx.defs.get_schema(spec.op_type, spec.since_version, spec.domain).since_version \

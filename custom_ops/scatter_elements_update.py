@@ -93,7 +93,8 @@ def scatter_elements_update(data, indices, updates, axis, reduction="none", use_
         else:
             if not use_init_val:
                 flat[positions] = neutral_value(reduction, data.dtype)
-            _UFUNCS[reduction].at(flat, positions, values)  # sequential, in the type (wraps)
+            with np.errstate(invalid="ignore"):  # NaN in min/max propagates by design
+                _UFUNCS[reduction].at(flat, positions, values)  # sequential, in the type (wraps)
     return out if out.dtype == data.dtype else out.astype(data.dtype)
 
 

@@ -145,6 +145,9 @@ class _Rewriter:
         else:
             extra.append(helper.make_attribute("_dtype", ""))
         if node.op_type == "Unique":
+            # onnxruntime-extensions needs every declared output named.
+            outputs = [name or f"__bridge_unused_{self.count}_{i}" for i, name in
+                       enumerate(outputs + [""] * (4 - len(outputs)))]
             absent = len(inputs) < 2 or not inputs[1]
             if absent:
                 placeholder = f"__bridge_no_axis_{self.count}"
@@ -201,8 +204,9 @@ class InferenceSession:
         self.conversion_report = None
         self._fallback = None
         self._session_args = (sess_options, providers, provider_options, kwargs)
-        if lower and _has_dialect_nodes(source) and _converter() is not None:
-            lowered, self.conversion_report = _converter()(source, to="standard", strict=True)
+        if lower and _has_dialect_nodes(source):
+            from converters import convert
+            lowered, self.conversion_report = convert(source, to="standard", strict=True)
             self._fallback = source
             source = lowered
         self.prepared_model = prepare_model(source)
@@ -248,14 +252,6 @@ class InferenceSession:
 
     def __getattr__(self, name):  # get_inputs, get_outputs, get_providers, io_binding, ...
         return getattr(self._session, name)
-
-
-def _converter():
-    try:
-        from converters import convert
-    except ImportError:  # the converter package is optional while it is being built
-        return None
-    return convert
 
 
 def _has_dialect_nodes(model: onnx.ModelProto) -> bool:

@@ -151,3 +151,14 @@ def test_drop_in_methods():
     session = onnx_bridge.InferenceSession(model)
     assert [i.name for i in session.get_inputs()] == list(feeds)
     assert session.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_unique_with_unnamed_outputs():
+    model, feeds = dialect_model("Unique", dict(data=np.array([3, 1, 3], np.int64)))
+    del model.graph.output[1:]
+    model.graph.node[-1].output[1] = ""
+    model.graph.node[-1].output[2] = ""
+    del model.graph.node[-1].output[3]
+    for lower in (False, True):
+        (values,) = onnx_bridge.InferenceSession(model, lower=lower).run(None, feeds)
+        np.testing.assert_array_equal(values, [1, 3])
