@@ -181,6 +181,14 @@ def test_cells_of_each_kind():
     assert results.exit_code == 1
 
 
+def test_an_error_is_explained_only_by_an_entry_of_a_fitting_kind_or_quoting_it():
+    from onnx_bridge.conformance.divergence import _quotes
+    reason = "the CPU raises 'Cannot get dims for non static shape' for (0,)"
+    assert _quotes(reason, "OpenVINOError: OpenVINO failed to run Unique: Cannot get dims for non static shape")
+    assert not _quotes(reason, "ValueError: Except for dimension 1, all dimensions ...")
+    assert not _quotes("OpenVINO's spec: 'rounded down'", "rounded")
+
+
 def test_crash_in_one_case_is_reported_and_the_run_goes_on():
     cases = [seu_case(f"case{i}") for i in range(5)] + [seu_case("case-boom")] + \
         [seu_case(f"after{i}") for i in range(5)]

@@ -40,7 +40,7 @@ def add_arguments(parser) -> None:
                         help="comma list of seed, onnx, generated (default: all three without models, none "
                              "with models)")
     parser.add_argument("--only", action="append", default=[], metavar="GLOB",
-                        help="keep cases whose id, op or tag matches (repeatable), e.g. 'gen/SEU/00*', Unique, nan")
+                        help="keep cases whose id, op or tag matches (repeatable): 'gen/SEU/00*', Unique, nan")
     parser.add_argument("--backends", metavar="LIST",
                         help=f"comma list of columns to run (default: all of {', '.join(ADAPTERS)})")
     parser.add_argument("--jobs", type=int, metavar="N",

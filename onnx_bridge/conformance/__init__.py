@@ -10,6 +10,8 @@
 - evaluate: the contract (the custom_ops kernels) and the cell of each backend (compare, divergence).
 - runner: worker pool that survives crashing runtimes; results: cells and the exit code; report: output.
 """
+import onnx.reference  # noqa: F401  (must load before any dialect schema exists: it rejects a second ReduceL2)
+
 from . import report
 from .cases import Case
 from .corpus import build_corpus

@@ -2,17 +2,24 @@
 
 Columns map onto the table's backends: ort-lowered runs onnxruntime's standard ops, reference the ONNX
 reference evaluator's, openvino the CPU plugin's, torch torch's. ort-dialect runs the kernels themselves,
-so nothing it does is a known divergence. Among entries that apply, the one whose kind best fits the
-outcome is chosen (an error is first explained by a "rejects" entry, a wrong value by a "value" entry).
+so nothing it does is a known divergence.
+
+An entry explains a cell only if its kind fits what happened: a different value is explained by a
+"value" or "nondeterministic" entry, a result where the contract rejects the input by "accepts", an error
+by "rejects" (or "crashes", "nondeterministic"), or by a "value" entry whose reason quotes the runtime's
+message (e.g. 'Cannot get dims for non static shape'), a crash by "crashes". Among fitting entries the
+first in the table is chosen; others that also apply are named after it.
 """
 from __future__ import annotations
+
+import re
 
 from .cases import Case
 
 TABLE_BACKEND = {"ort-lowered": "onnxruntime", "reference": "onnx-reference", "openvino": "openvino-cpu",
                  "torch": "torch"}
 _KINDS = {"mismatch": ("value", "nondeterministic"), "accepted": ("accepts",),
-          "error": ("rejects", "value", "nondeterministic"), "crash": ("crashes", "rejects")}
+          "error": ("rejects", "crashes", "nondeterministic"), "crash": ("crashes",)}
 
 
 def find(backend: str, case: Case, cell) -> tuple[str, str] | None:
@@ -22,14 +29,20 @@ def find(backend: str, case: Case, cell) -> tuple[str, str] | None:
         return None
     from onnx_bridge import divergences
     entries = divergences.matching(table_backend, _table_case(divergences, case))
-    if not entries:
-        return None
     outcome = cell.status
     if cell.difference and cell.difference.get("kind") == "accepted":
         outcome = "accepted"
-    preference = _KINDS.get(outcome, ())
-    chosen = min(entries, key=lambda d: preference.index(d.kind) if d.kind in preference else len(preference))
-    return chosen.id, chosen.title
+    fitting = [d for d in entries if d.kind in _KINDS.get(outcome, ()) or
+               (outcome == "error" and _quotes(d.reason, cell.detail))]
+    if not fitting:
+        return None
+    chosen, others = fitting[0], [d.id for d in fitting[1:]]
+    return chosen.id, chosen.title + (f" (also applies: {', '.join(others)})" if others else "")
+
+
+def _quotes(reason: str, message: str) -> bool:
+    """Whether the runtime's message contains a message the entry's reason quotes."""
+    return any(len(quoted) >= 12 and quoted in message for quoted in re.findall(r"'([^']+)'", reason))
 
 
 def _table_case(divergences, case: Case):

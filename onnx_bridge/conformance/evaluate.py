@@ -55,7 +55,8 @@ def _run_model_contract(case: Case) -> tuple:
     from onnx.reference import ReferenceEvaluator
 
     from custom_ops._reference import REFERENCE_OPS
-    return tuple(np.asarray(x) for x in ReferenceEvaluator(case.model, new_ops=REFERENCE_OPS).run(None, case.inputs))
+    evaluator = ReferenceEvaluator(case.model, new_ops=REFERENCE_OPS)
+    return tuple(np.asarray(x) for x in evaluator.run(None, case.inputs))
 
 
 def output_names(case: Case) -> tuple[str, ...]:

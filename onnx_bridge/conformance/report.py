@@ -23,7 +23,7 @@ from custom_ops._types import type_name
 from . import divergence
 from .cases import Case
 from .compare import scalar_text
-from .results import CRASH, ERROR, FAILING, KNOWN, MATCH, MEANING, MISMATCH, STATUSES, UNSUPPORTED, Results
+from .results import CRASH, ERROR, KNOWN, MATCH, MEANING, MISMATCH, STATUSES, UNSUPPORTED, Results
 
 SYMBOLS = {MATCH: "✓", KNOWN: "~", UNSUPPORTED: "–", MISMATCH: "✗", ERROR: "!", CRASH: "☠"}
 ASCII_SYMBOLS = {MATCH: "ok", KNOWN: "~", UNSUPPORTED: "-", MISMATCH: "X", ERROR: "!", CRASH: "#"}
@@ -261,8 +261,8 @@ def markdown(results: Results) -> str:
     for op in ops:
         out.append(f"| {op} | " + " | ".join(cell_text(counts.get((op, b), Counter())) or "·"
                                            for b in results.backends) + " |")
-    out.append("| **all** | " + " | ".join(
-        cell_text(sum((counts.get((op, b), Counter()) for op in ops), Counter())) for b in results.backends) + " |")
+    totals = [cell_text(sum((counts.get((op, b), Counter()) for op in ops), Counter())) for b in results.backends]
+    out.append("| **all** | " + " | ".join(totals) + " |")
     out += ["", "### Columns", ""]
     out += [f"- **{name}**: {results.titles.get(name, '')}" for name in results.backends]
     out += [f"- **{name}** (skipped): {reason}" for name, reason in results.skipped.items()]
@@ -500,6 +500,9 @@ def _write_text(path: Path, text: str) -> None:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

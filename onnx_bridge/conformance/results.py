@@ -32,7 +32,10 @@ class Cell:
     seconds: float = 0.0
 
     def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "", {})}
+        """The cell without its backend (the key it is filed under) and with seconds rounded."""
+        data = {k: v for k, v in self.__dict__.items() if v not in (None, "", {}) and k != "backend"}
+        data["seconds"] = round(self.seconds, 4)
+        return data
 
 
 @dataclass

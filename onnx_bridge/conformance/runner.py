@@ -26,6 +26,7 @@ from .compare import MODEL_TOLERANCE
 from .results import CRASH, KNOWN, Cell, Results
 
 DEFAULT_TIMEOUT = 120.0
+STARTUP_TIMEOUT = 120.0  # a worker's imports (torch, openvino) do not count against --timeout
 CONTRACT_TITLE = "the custom_ops kernels, which implement the contract (checked against documented results)"
 _PACKAGES = ("onnx-bridge", "numpy", "onnx", "onnxruntime", "onnxruntime-extensions", "openvino", "torch")
 
@@ -70,9 +71,7 @@ def run(cases: list[Case], backends=tuple(ADAPTERS), jobs: int | None = None,
     columns = [CONTRACT, *runnable]
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     results = Results(cases, columns, skipped, jobs=jobs, versions=versions())
-    results.titles = {CONTRACT: CONTRACT_TITLE, **{name: load(spec).title for name, spec in runnable.items()}}
-    results.titles.update({name: load(spec).title for spec in backends
-                           for name in [load(spec).name] if name in skipped})
+    results.titles = {CONTRACT: CONTRACT_TITLE, **{load(spec).name: load(spec).title for spec in backends}}
     start = time.perf_counter()
     specs = {CONTRACT: CONTRACT, **runnable}
     if jobs <= 0:
@@ -98,7 +97,8 @@ def _run_inline(cases, specs, results, progress, model_tolerance):
 
 
 def _chunks(cases: list[Case], jobs: int) -> list[list[int]]:
-    """Consecutive cases (similar signatures: caches hit) in chunks small enough to keep every worker busy."""
+    """Consecutive cases in chunks: small enough to keep every worker busy, large enough (up to 16) for
+    adapters that batch a chunk (one onnxruntime session per chunk)."""
     size = max(1, min(16, len(cases) // (jobs * 6) or 1))
     order = list(range(len(cases)))
     return [order[i:i + size] for i in range(0, len(order), size)]
@@ -178,7 +178,8 @@ class _Pool:
                         continue
                     if worker.conn in ready:
                         self._receive(worker)
-                    hung = time.monotonic() - worker.last > self.timeout
+                    limit = self.timeout if worker.ready else max(self.timeout, STARTUP_TIMEOUT)
+                    hung = time.monotonic() - worker.last > limit
                     if worker.busy and (worker.process.sentinel in ready or hung):
                         workers[position] = self._replace(worker, hung)
         finally:

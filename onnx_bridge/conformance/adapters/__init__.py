@@ -1,10 +1,11 @@
 """Backend adapters: each runs a case on one runtime, in that runtime's own terms.
 
 An adapter has a column `name`, a one-line `title`, `missing()` (why it cannot run here, or None: checked
-without importing the runtime), `run(case) -> tuple of arrays` and optionally `runs_models = False` (it has
-no use for whole-model cases) and `prepare(cases)` (the contract-accepted cases about to run, for batching). It raises Unsupported when the runtime
-has no equivalent of the case's configuration (the reason is shown), and lets every other exception out
-(an error cell). Adapters are built inside worker processes and keep their compiled models cached.
+without importing the runtime), `run(case) -> tuple of arrays`, and optionally `runs_models = False` (no
+use for whole-model cases) and `prepare(cases)` (the contract-accepted cases about to run, for batching).
+run() raises Unsupported when the runtime has no equivalent of the case's configuration (the reason is
+shown) and lets every other exception out (an error cell). Adapters live in worker processes and keep
+their compiled models cached.
 """
 from __future__ import annotations
 

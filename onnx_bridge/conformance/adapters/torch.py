@@ -103,8 +103,8 @@ class TorchAdapter:
         torch = self.torch
         data = case.inputs["data"]
         axis = self._axis(case) if case.inputs.get("axis") is not None else None
-        values, inverse, counts = torch.unique(self._tensor(data), sorted=bool(case.attributes["sorted"]), return_inverse=True,
-                                               return_counts=True, dim=axis)
+        values, inverse, counts = torch.unique(self._tensor(data), sorted=bool(case.attributes["sorted"]),
+                                               return_inverse=True, return_counts=True, dim=axis)
         inverse = inverse.reshape(-1)
         positions = torch.arange(inverse.numel(), dtype=torch.int64)
         first = torch.full((counts.numel(),), inverse.numel(), dtype=torch.int64)
