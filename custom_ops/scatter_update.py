@@ -14,6 +14,7 @@ from ._spec import OpSpec, Port, register
 from ._types import DATA_TYPES
 
 OP = "ScatterUpdate"
+_LOOP_SLICE_BYTES = 64 * 1024  # per-slice copies beat a gather + scatter from about this size
 
 
 def validate(data, indices, updates, axis):
@@ -45,6 +46,13 @@ def scatter_update(data, indices, updates, axis, *, inplace=False):
     targets, first_in_reversed = np.unique(flat_indices[::-1], return_index=True)
     sources = flat_indices.size - 1 - first_in_reversed
     slices = updates.reshape(data.shape[:axis] + (flat_indices.size,) + data.shape[axis + 1:])
+    if slices.nbytes // flat_indices.size >= _LOOP_SLICE_BYTES:
+        # Big slices: copy each winning slice once, straight from updates (a fancy-index gather would
+        # first copy them all into a temporary).
+        lead = (slice(None),) * axis
+        for target, source in zip(targets.tolist(), sources.tolist()):
+            out[lead + (target,)] = slices[lead + (source,)]
+        return out
     if targets.size != flat_indices.size:
         slices = np.take(slices, sources, axis=axis)
     else:
