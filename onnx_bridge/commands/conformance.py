@@ -48,8 +48,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
                         help="seconds a worker may spend on one cell before it is killed (default 120)")
     parser.add_argument("--model-tolerance", type=float, default=None, metavar="K",
-                        help="float outputs of whole models may differ by K·ε·max|output| (their standard ops "
-                             "accumulate in each runtime's order; default 64, 0 = exact); op cases are exact but for ReduceL2 of floats")
+                        help="float outputs of whole models may differ by K·ε·max|output| (their standard "
+                             "ops accumulate in each runtime's order; default 64, 0 = exact); op cases are "
+                             "exact but for ReduceL2 of floats")
     parser.add_argument("--report", metavar="PATH",
                         help="write the report: a directory gets conformance.md, .html and .json; a path ending "
                              "in .md, .html or .json gets that format")
