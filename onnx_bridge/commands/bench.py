@@ -1,0 +1,41 @@
+"""`onnx-bridge bench`: the performance benchmark (benchmarks/run.py of the source tree)."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+from ..errors import BridgeError
+
+HELP = ("time every dialect op through the bridge, stock marshaling, lowered and native onnxruntime, "
+        "OpenVINO, torch and numpy; print a Markdown table (--json for data)")
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _benchmark(name: str = "run"):
+    """benchmarks.<name>, imported from the source tree (the benchmark is not part of the wheel)."""
+    package = _ROOT / "benchmarks" / "__init__.py"
+    if "benchmarks" not in sys.modules:
+        if not package.exists():
+            return None
+        spec = importlib.util.spec_from_file_location("benchmarks", package,
+                                                      submodule_search_locations=[str(package.parent)])
+        package_module = importlib.util.module_from_spec(spec)
+        sys.modules["benchmarks"] = package_module
+        spec.loader.exec_module(package_module)
+    return importlib.import_module(f"benchmarks.{name}")
+
+
+def add_arguments(parser) -> None:
+    options = _benchmark("options")  # light: no runtime imports while building the CLI
+    if options is not None:
+        options.add_arguments(parser)
+
+
+def main(args) -> int:
+    benchmark = _benchmark()
+    if benchmark is None:
+        raise BridgeError(f"the benchmark is part of the source tree ({_ROOT / 'benchmarks'} not found): "
+                          "run it from a checkout installed with `pip install -e .`")
+    return benchmark.main(args)
