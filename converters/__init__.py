@@ -44,7 +44,7 @@ def _is_ir(model) -> bool:
     return isinstance(model, (str, os.PathLike)) and Path(model).suffix.lower() == ".xml"
 
 
-def convert(model, to: str = "standard", mode: str = "default", strict: bool = False,
+def convert(model, to: str = "standard", mode: str = "default", strict: bool | str = False,
             output=None) -> tuple[onnx.ModelProto, Report]:
     """Convert `model` (ModelProto, bytes, .onnx path, or OpenVINO IR .xml path) and report per node.
 
@@ -55,6 +55,8 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool = F
             "require-standard" (to="standard") raises ConversionError listing every node left in the dialect.
     strict: also keep nodes whose converted graph is not bit-identical on every input (the report's
             caveats: float ReduceL2 rounding when lowering, NaN in float min/max when raising).
+            strict="semantics" keeps only caveats that change semantics, converting nodes whose one
+            difference is floating-point summation order (what onnx_bridge.InferenceSession uses).
     output: where to write the result (atomically); required for "openvino-ir".
     The input is never modified. Returns (new model, Report).
     """
@@ -62,6 +64,8 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool = F
         raise ConversionError(f"unknown target {to!r}; choose one of {', '.join(TARGETS)}")
     if mode not in MODES:
         raise ConversionError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if strict not in (False, True, "semantics"):
+        raise ConversionError(f"unknown strict {strict!r}; choose False, True or 'semantics'")
     if to == "openvino-ir" and (output is None or Path(output).suffix.lower() != ".xml"):
         raise ConversionError("to='openvino-ir' writes OpenVINO IR: give output='model.xml'")
     model = _openvino_ir().import_ir(model) if _is_ir(model) else load_model(model)

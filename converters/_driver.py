@@ -18,7 +18,7 @@ MODES = ("default", "keep-all", "require-standard")
 
 class _Walk:
     def __init__(self, model, registry: Registry, domain_of_interest, rule_opset: int | None,
-                 report: Report, mode: str, strict: bool, blocked: str | None, target_opset: int):
+                 report: Report, mode: str, strict, blocked: str | None, target_opset: int):
         self.model, self.registry, self.interesting = model, registry, domain_of_interest
         self.rule_opset, self.report, self.mode, self.strict = rule_opset, report, mode, strict
         self.blocked, self.target_opset = blocked, target_opset
@@ -76,7 +76,7 @@ class _Walk:
             entry.reason = result.reason
             return [node]
         assert isinstance(result, Converted), f"rule for {node.op_type} returned {result!r}"
-        if result.caveat and self.strict:
+        if result.caveat and self.strict and not (self.strict == "semantics" and result.rounding_only):
             entry.reason = f"strict: {result.caveat}"
             return [node]
         builder = result.builder
@@ -97,7 +97,7 @@ def _finish(model, walk: _Walk, used_before: set[str], report: Report) -> None:
     passes.pin_runnable_opset(model, report.notes)
 
 
-def lower(model: onnx.ModelProto, mode: str, strict: bool) -> Report:
+def lower(model: onnx.ModelProto, mode: str, strict) -> Report:
     """Dialect -> standard ONNX, in place on `model` (a copy owned by the caller)."""
     report = Report("standard", mode, strict)
     if not passes.uses_domain(model, DOMAIN):
@@ -125,7 +125,7 @@ def lower(model: onnx.ModelProto, mode: str, strict: bool) -> Report:
     return report
 
 
-def raise_(model: onnx.ModelProto, mode: str, strict: bool) -> Report:
+def raise_(model: onnx.ModelProto, mode: str, strict) -> Report:
     """Standard ONNX -> dialect, in place on `model`."""
     if mode == "require-standard":
         raise ConversionError("mode 'require-standard' applies to to='standard' only")

@@ -25,6 +25,9 @@ class Converted:
     #: Set when the new graph is not bit-identical to the old one on every input (e.g. float rounding);
     #: strict=True keeps the node.
     caveat: str | None = None
+    #: The caveat is only floating-point summation order (same semantics, last-bit differences):
+    #: strict="semantics" converts such nodes anyway.
+    rounding_only: bool = False
     #: Domains (other than the default one) the new nodes need, with their minimum opset.
     domains: dict[str, int] = field(default_factory=dict)
 

@@ -96,7 +96,7 @@ def lower_v4(node, ctx):
     if work != dtype:
         b.cast(result, onnx_type(dtype), output=node.output[0])
         notes.append(f"computed in {type_name(work)}")
-    return Converted(b, "lowered", "; ".join(notes), caveat=rounding)
+    return Converted(b, "lowered", "; ".join(notes), caveat=rounding, rounding_only=True)
 
 
 def _checked_runtime_axes(b, data, axes):
