@@ -89,7 +89,7 @@ def scatter_elements_update(data, indices, updates, axis, reduction="none", use_
         if reduction == "none":
             np.put(flat, positions, values)  # sequential: the last duplicate wins
         elif reduction == "mean":
-            _mean(flat, positions, values, use_init_val, _Targets(data.shape, indices, axis, positions))
+            _mean(flat, positions, values, use_init_val, (data.shape, indices, axis))
         else:
             if not use_init_val:
                 flat[positions] = neutral_value(reduction, data.dtype)
@@ -98,51 +98,40 @@ def scatter_elements_update(data, indices, updates, axis, reduction="none", use_
     return out if out.dtype == data.dtype else out.astype(data.dtype)
 
 
-class _Targets:
-    """The distinct targets of a scatter: touched flat positions (ascending), how many updates each gets,
-    and (for integer sums) the touched-position number of every update.
+def _update_counts(data_shape, indices: np.ndarray, axis: int, positions: np.ndarray) -> np.ndarray:
+    """For every update, how many updates target its position (same shape as positions).
 
-    Counting is dense over the sub-box of data the indices can reach (indices' shape with the axis dim
-    widened to data's) when that box is small, otherwise sort-based (np.unique).
+    Counted densely over the sub-box of data the indices can reach (indices' shape with the axis dim
+    widened to data's) when that box is small, otherwise by sorting.
     """
-
-    def __init__(self, data_shape, indices: np.ndarray, axis: int, positions: np.ndarray):
-        self.box = indices.shape[:axis] + (data_shape[axis],) + indices.shape[axis + 1:]
-        self.data_shape, self.positions = data_shape, positions
-        self.dense = math.prod(self.box) <= 16 * positions.size + 65536
-        if self.dense:
-            self.box_positions = target_positions(self.box, indices, axis).reshape(-1)
-            box_counts = np.bincount(self.box_positions, minlength=math.prod(self.box))
-            self.touched_in_box = np.flatnonzero(box_counts)
-            self.touched = np.ravel_multi_index(np.unravel_index(self.touched_in_box, self.box), data_shape)
-            self.counts = box_counts[self.touched_in_box]
-        else:
-            self.touched, self.counts = np.unique(positions, return_counts=True)
-
-    def group_of_updates(self) -> np.ndarray:
-        if not self.dense:
-            return np.searchsorted(self.touched, self.positions)
-        rank = np.zeros(math.prod(self.box), np.intp)
-        rank[self.touched_in_box] = np.arange(self.touched_in_box.size)
-        return rank[self.box_positions]
+    box = indices.shape[:axis] + (data_shape[axis],) + indices.shape[axis + 1:]
+    if math.prod(box) <= 16 * positions.size + 65536:
+        in_box = target_positions(box, indices, axis).reshape(-1)
+        return np.bincount(in_box, minlength=math.prod(box))[in_box]
+    _, inverse, counts = np.unique(positions, return_inverse=True, return_counts=True)
+    return counts[inverse]
 
 
 def _mean(flat: np.ndarray, positions: np.ndarray, values: np.ndarray, use_init_val: int,
-          targets: _Targets) -> None:
-    touched, counts = targets.touched, targets.counts + use_init_val
+          scatter: tuple) -> None:
+    """scatter: (data shape, indices, axis), for counting the updates per position."""
     if not is_integer(flat.dtype):
         if not use_init_val:
-            flat[touched] = 0
+            flat[positions] = 0
         np.add.at(flat, positions, values)  # sequential sum starting from data (or 0)
-        flat[touched] /= counts.astype(flat.dtype)
+        counts = _update_counts(*scatter, positions) + use_init_val
+        # Gather, divide, scatter: duplicates of a position write the same quotient.
+        flat[positions] = flat[positions] / counts.astype(flat.dtype)
         return
     # Integers: exact sum (no wrap), floor division.
+    touched, inverse, counts = np.unique(positions, return_inverse=True, return_counts=True)
+    counts += use_init_val
     start = flat[touched] if use_init_val else np.zeros(0, flat.dtype)
     magnitude = max((abs(int(a.min())) for a in (values, start) if a.size), default=0)
     magnitude = max(magnitude, max((abs(int(a.max())) for a in (values, start) if a.size), default=0))
     exact = np.int64 if magnitude * int(counts.max()) < 2**63 else object
     sums = np.zeros(len(touched), dtype=exact)
-    np.add.at(sums, targets.group_of_updates(), values.astype(exact))
+    np.add.at(sums, inverse, values.astype(exact))
     if use_init_val:
         sums += start.astype(exact)
     flat[touched] = np.asarray(sums // counts.astype(exact)).astype(flat.dtype)
