@@ -45,7 +45,7 @@ def _is_ir(model) -> bool:
 
 
 def convert(model, to: str = "standard", mode: str = "default", strict: bool | str = False,
-            output=None) -> tuple[onnx.ModelProto, Report]:
+            output=None, ops=None) -> tuple[onnx.ModelProto, Report]:
     """Convert `model` (ModelProto, bytes, .onnx path, or OpenVINO IR .xml path) and report per node.
 
     to:     "standard" lowers dialect nodes to standard ONNX (opset 18) wherever the result is exact;
@@ -58,6 +58,7 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
             strict="semantics" keeps only caveats that change semantics, converting nodes whose one
             difference is floating-point summation order (what onnx_bridge.InferenceSession uses).
     output: where to write the result (atomically); required for "openvino-ir".
+    ops:    only convert nodes of these op types (others are reported as kept); None = all.
     The input is never modified. Returns (new model, Report).
     """
     if to not in TARGETS:
@@ -70,9 +71,9 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
         raise ConversionError("to='openvino-ir' writes OpenVINO IR: give output='model.xml'")
     model = _openvino_ir().import_ir(model) if _is_ir(model) else load_model(model)
     if to == "standard":
-        report = lower(model, mode, strict)
+        report = lower(model, mode, strict, ops)
     else:
-        report = raise_(model, mode, strict)
+        report = raise_(model, mode, strict, ops)
     if to == "openvino-ir":
         _openvino_ir().export_ir(model, output)
     elif output is not None:

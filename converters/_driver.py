@@ -18,10 +18,12 @@ MODES = ("default", "keep-all", "require-standard")
 
 class _Walk:
     def __init__(self, model, registry: Registry, domain_of_interest, rule_opset: int | None,
-                 report: Report, mode: str, strict, blocked: str | None, target_opset: int):
+                 report: Report, mode: str, strict, blocked: str | None, target_opset: int,
+                 ops=None):
         self.model, self.registry, self.interesting = model, registry, domain_of_interest
         self.rule_opset, self.report, self.mode, self.strict = rule_opset, report, mode, strict
         self.blocked, self.target_opset = blocked, target_opset
+        self.ops = None if ops is None else frozenset(ops)
         self._ctx = None
         self.count = 0
         self.converted = 0
@@ -57,6 +59,9 @@ class _Walk:
         self.report.add(entry)
         if self.mode == "keep-all":
             entry.reason = "mode keep-all"
+            return [node]
+        if self.ops is not None and node.op_type not in self.ops:
+            entry.reason = f"not among the op types asked for ({', '.join(sorted(self.ops))})"
             return [node]
         if self.blocked:
             entry.reason = self.blocked
@@ -97,7 +102,7 @@ def _finish(model, walk: _Walk, used_before: set[str], report: Report) -> None:
     passes.pin_runnable_opset(model, report.notes)
 
 
-def lower(model: onnx.ModelProto, mode: str, strict) -> Report:
+def lower(model: onnx.ModelProto, mode: str, strict, ops=None) -> Report:
     """Dialect -> standard ONNX, in place on `model` (a copy owned by the caller)."""
     report = Report("standard", mode, strict)
     if not passes.uses_domain(model, DOMAIN):
@@ -109,7 +114,7 @@ def lower(model: onnx.ModelProto, mode: str, strict) -> Report:
         blocked = f"the model does not import domain {DOMAIN!r} (add opset_import {DOMAIN} 12)"
     used_before = passes.used_names(model)
     walk = _Walk(model, LOWERING, lambda n: n.domain == DOMAIN, dialect_opset, report, mode, strict,
-                 blocked, target or TARGET_OPSET)
+                 blocked, target or TARGET_OPSET, ops)
     walk.graph(model.graph)
     if mode == "require-standard" and report.kept:
         lines = "\n".join(f"  {e.name} ({e.op}): {e.reason}" for e in report.kept)
@@ -125,7 +130,7 @@ def lower(model: onnx.ModelProto, mode: str, strict) -> Report:
     return report
 
 
-def raise_(model: onnx.ModelProto, mode: str, strict) -> Report:
+def raise_(model: onnx.ModelProto, mode: str, strict, ops=None) -> Report:
     """Standard ONNX -> dialect, in place on `model`."""
     if mode == "require-standard":
         raise ConversionError("mode 'require-standard' applies to to='standard' only")
@@ -139,7 +144,7 @@ def raise_(model: onnx.ModelProto, mode: str, strict) -> Report:
     if default_opset is None or not any(interesting(n) for g in all_graphs(model.graph) for n in g.node):
         passes.pin_ir(model)
         return report
-    walk = _Walk(model, RAISING, interesting, default_opset, report, mode, strict, None, default_opset)
+    walk = _Walk(model, RAISING, interesting, default_opset, report, mode, strict, None, default_opset, ops)
     walk.graph(model.graph)
     if walk.converted:
         current = opset_of(model, DOMAIN) or 0

@@ -188,3 +188,24 @@ def test_unique_with_unnamed_outputs():
     for lower in (False, True):
         (values,) = onnx_bridge.InferenceSession(model, lower=lower).run(None, feeds)
         np.testing.assert_array_equal(values, [1, 3])
+
+
+def test_session_keeps_unique_as_custom_op_and_lowers_the_rest():
+    unique, feeds = dialect_model("Unique", dict(data=np.array([3, 1, 3], np.int64)))
+    session = onnx_bridge.InferenceSession(unique)
+    assert session._uses_pyops
+    assert [(e.op_type, e.action) for e in session.conversion_report.nodes] == [("Unique", "kept")]
+    assert "not among the op types asked for" in session.conversion_report.nodes[0].reason
+    scatter, _ = dialect_model("ScatterUpdate", dict(data=np.zeros((2, 2), np.float32),
+                                                     indices=np.array([1]), updates=np.ones((1, 2), np.float32),
+                                                     axis=np.array(0)))
+    assert not onnx_bridge.InferenceSession(scatter)._uses_pyops
+
+
+def test_convert_ops_filter():
+    from converters import convert
+    model, _ = dialect_model("ReduceL2", dict(data=np.ones((2, 2), np.float32), axes=np.array([1])))
+    _, report = convert(model, to="standard", ops=["Unique"])
+    assert report.counts == {"kept": 1}
+    _, report = convert(model, to="standard", ops=["ReduceL2"])
+    assert report.counts == {"lowered": 1}
