@@ -28,8 +28,9 @@ def compare(got, expected) -> str:
         else:
             detail = f"output {index}: {np.count_nonzero(a != b)} of {b.size} elements differ"
             if b.dtype.kind == "f":
-                scale = np.maximum(np.abs(b), np.finfo(b.dtype).tiny)
-                relative = float(np.nanmax(np.abs(a.astype(np.float64) - b) / scale))
+                wide = a.astype(np.float64)
+                scale = np.maximum(np.maximum(np.abs(wide), np.abs(b)), np.finfo(b.dtype).tiny)
+                relative = float(np.nanmax(np.abs(wide - b) / scale))
                 detail += f", max relative difference {relative:.1e}"
                 if relative <= ROUNDING:
                     rounding.append(detail)

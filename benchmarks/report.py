@@ -25,9 +25,11 @@ def _header(outcome: dict) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
     plan = outcome["plan"]
     memory = f", {m['memory_gb']:.0f} GB RAM" if m.get("memory_gb") else ""
-    passes = (f"Cells under {plan['second_pass_below']:g} s are timed in {plan['passes']} passes over the "
-              "columns (the second in reverse order) and keep the lower median, so that a burst of other "
-              "work during one pass does not decide a ratio. " if plan["passes"] > 1 else "")
+    passes = (f"Cells under {plan['second_pass_below']:g} s are timed in {plan['passes']} to "
+              f"{plan['max_passes']} passes over the columns (later passes in reverse order; more passes "
+              f"while the two best pass medians differ by more than {plan['agree']:.0%}) and keep the lowest "
+              "median, so that a burst of other work during one pass does not decide a ratio. "
+              if plan["passes"] > 1 else "")
     return [
         f"Run {outcome['date']} ({outcome['mode']} mode, {outcome['seconds']:.0f} s) on {m['cpu']}, "
         f"{m['cores']} cores{memory}, {m['platform']}; {versions}. Load average (1/5/15 min) "

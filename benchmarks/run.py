@@ -33,8 +33,10 @@ from benchmarks.options import add_arguments  # noqa: E402
 from benchmarks.timing import Plan, measure  # noqa: E402
 
 FULL = Plan(repeats=15, warmup=2, budget=4.0, single_run=8.0, max_cell=20.0)
-QUICK = Plan(repeats=5, warmup=1, budget=0.5, min_repeats=2, single_run=3.0, max_cell=3.0, passes=1)
-TINY = Plan(repeats=1, warmup=1, budget=0.0, min_repeats=1, single_run=60.0, max_cell=60.0, passes=1)
+QUICK = Plan(repeats=5, warmup=1, budget=0.5, min_repeats=2, single_run=3.0, max_cell=3.0, passes=1,
+             max_passes=1)
+TINY = Plan(repeats=1, warmup=1, budget=0.0, min_repeats=1, single_run=60.0, max_cell=60.0, passes=1,
+            max_passes=1)
 MEMORY_SKIP_SECONDS = 8.0  # cells slower than this are not re-run for the memory measurement
 PLANS = {"full": FULL, "quick": QUICK, "tiny": TINY}
 

@@ -3,8 +3,9 @@
 Columns are timed one after the other, not interleaved: onnxruntime's and torch's worker threads keep
 spinning for a while after a run, and on a 2-core machine that steals the core from whatever runs next
 (measured: a 5 ms kernel took 25 ms when interleaved with onnxruntime sessions). Against bursts of other
-work on the machine, fast cells are timed in two passes (the second in reverse column order) and keep
-the lower median.
+work on the machine, fast cells are timed in at least two passes (the later ones in reverse column
+order), more (up to max_passes) while their two lowest pass medians differ by more than `agree`, and keep
+the lowest median.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ class Plan:
     single_run: float = 8.0   # a first run slower than this is the only one (timed, no warm-up)
     max_cell: float = 20.0    # a column predicted (from smaller data) to need longer per run is not run
     passes: int = 2           # passes over the columns for cells faster than second_pass_below
+    max_passes: int = 4       # ... more while the two lowest pass medians disagree by more than agree
+    agree: float = 0.2
     second_pass_below: float = 1.0
 
 
@@ -71,10 +74,20 @@ def measure(runners: dict, plan: Plan, on_first=None) -> dict[str, Cell]:
              for key, run in runners.items()}
     for cell in cells.values():
         cell.pass_medians = [cell.median]
-    for _ in range(plan.passes - 1):
+
+    def settled(cell: Cell) -> bool:
+        done = len(cell.pass_medians)
+        if cell.single or cell.median >= plan.second_pass_below or done >= plan.max_passes:
+            return True
+        if done < plan.passes:
+            return False
+        low, second = sorted(cell.pass_medians)[:2]
+        return second <= low * (1 + plan.agree)
+
+    for _ in range(plan.max_passes - 1):
         for key in reversed(list(runners)):
             cell = cells[key]
-            if cell.single or cell.median >= plan.second_pass_below:
+            if settled(cell):
                 continue
             again = time_one(runners[key], plan)
             cell.pass_medians.append(again.median)
