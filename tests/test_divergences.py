@@ -49,6 +49,15 @@ def test_invalid_case_reports_the_contract_error():
     assert divergences.matching("torch", case) == []
 
 
+def test_quoted_messages_explain_errors_of_value_entries():
+    """A "value" entry explains an error whose message its reason quotes (apostrophes are no quotes)."""
+    from onnx_bridge.conformance.divergence import _quotes
+    refused = "OpenVINOError: OpenVINO returned Unique outputs of shape [(3,), (3,), (15,), (3,)] where ..."
+    assert _quotes(BY_ID["ov-unique-empty"].reason, refused)
+    assert _quotes("the plugin's result, then 'a quoted message' and it's", "RuntimeError: a quoted message")
+    assert not _quotes("the plugin's result and it's wrong", "s result and it")
+
+
 def test_unknown_backend():
     with pytest.raises(ValueError, match="unknown backend"):
         divergences.matching("tensorrt", DIVERGENCES[0].example())
@@ -109,11 +118,25 @@ def _torch_scatter(case):
     return (data.scatter_reduce(axis, indices, updates, reduce, include_self=bool(case["use_init_val"])).numpy(),)
 
 
+def _lowered_reference(case):
+    """The conformance run's reference column: the case lowered to standard ONNX, in onnx.reference."""
+    from onnx_bridge.conformance.adapters.reference import ReferenceAdapter
+    from onnx_bridge.conformance.cases import Case as ConformanceCase
+    return ReferenceAdapter().run(ConformanceCase("example", case.op, dict(case.inputs), dict(case.attributes)))
+
+
 def _torch_unique(case):
     import torch
+    dim = {"dim": int(case["axis"])} if "axis" in case.inputs else {}
     values, inverse, counts = torch.unique(torch.from_numpy(case["data"]), sorted=bool(case["sorted"]),
-                                           return_inverse=True, return_counts=True)
+                                           return_inverse=True, return_counts=True, **dim)
     return values.numpy(), inverse.numpy(), counts.numpy()
+
+
+def _torch_index_copy(case):  # ScatterUpdate along axis with 1-D indices
+    import torch
+    return (torch.from_numpy(case["data"]).index_copy(int(case["axis"]), torch.from_numpy(case["indices"]),
+                                                      torch.from_numpy(case["updates"])).numpy(),)
 
 
 def _torch_norm(case):
@@ -132,11 +155,19 @@ RUNS = {
     "ref-reducel2-int-truncates": (lambda c: _reduce_l2(c, _reference), None),
     "ref-unique-unsorted-nd": (lambda c: _unique(c, _reference)[:1], "out of bounds"),  # IndexError
     "ref-scatterelements-shape-unchecked": (lambda c: _scatter_elements(c, _reference), None),
+    "ref-gatherelements-smaller-indices": (_lowered_reference, "should be the same size"),
+    "ref-scatterelements-minmax-signed-zero": (lambda c: _scatter_elements(c, _reference), None),
     "torch-scatter-negative-indices": (_torch_scatter, "out of bounds"),
     "torch-scatter-init0-infinity": (_torch_scatter, None),
     "torch-unique-nan": (lambda c: _torch_unique(c)[:1], None),
     "torch-unique-unsorted": (lambda c: _torch_unique(c)[:1], None),
     "torch-norm-integer": (_torch_norm, "floating point"),
+    "torch-scatter-narrow-accumulator": (_torch_scatter, None),
+    "torch-seu-minmax-signed-zero": (_torch_scatter, None),
+    "torch-unique-signed-zero": (lambda c: _torch_unique(c)[:1], None),
+    "torch-unique-empty-slices": (_torch_unique, "0 sized dimensions"),
+    "torch-indexcopy-empty-unchecked": (_torch_index_copy, None),
+    "torch-norm-single-element": (_torch_norm, None),
 }
 
 
@@ -157,6 +188,16 @@ def test_divergence_is_real(entry_id):
     got = run(case)
     if entry.kind == "value":  # the runtime runs and differs from the contract
         assert not _same(got, case.contract[:len(got)]), got
+
+
+def test_onnxruntime_runs_what_the_reference_rejects():
+    """ONNX allows indices smaller than data on a non-axis dimension: the lowered model runs in onnxruntime
+    and gives the contract's value where onnx.reference raises (ref-gatherelements-smaller-indices)."""
+    from onnx_bridge.conformance.adapters.onnxruntime import LoweredAdapter
+    from onnx_bridge.conformance.cases import Case as ConformanceCase
+    case = BY_ID["ref-gatherelements-smaller-indices"].example()
+    got = LoweredAdapter().run(ConformanceCase("example", case.op, dict(case.inputs), dict(case.attributes)))
+    oracle.assert_identical(tuple(got), case.contract)
 
 
 def _same(got, want) -> bool:

@@ -42,7 +42,11 @@ def find(backend: str, case: Case, cell) -> tuple[str, str] | None:
 
 def _quotes(reason: str, message: str) -> bool:
     """Whether the runtime's message contains a message the entry's reason quotes."""
-    return any(len(quoted) >= 12 and quoted in message for quoted in re.findall(r"'([^']+)'", reason))
+    return any(len(quoted) >= 12 and quoted in message for quoted in _QUOTED.findall(reason))
+
+
+#: 'a quoted message': quotes not inside a word, so apostrophes ("OpenVINO's", "aren't") are no quotes.
+_QUOTED = re.compile(r"(?<!\w)'(.+?)'(?!\w)")
 
 
 def _table_case(divergences, case: Case):
