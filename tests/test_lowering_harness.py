@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 import onnx_bridge
 from converters import convert
 from custom_ops._schemas import register_schemas
 from custom_ops._types import BFLOAT16, NUMPY_TO_ONNX
+from onnx_bridge._feeds import graph_input, graph_output
 from onnx_bridge.config import DOMAIN, IR_VERSION, TARGET_OPSET
 
-F32 = np.dtype(np.float32)
 
 
 def model_of(nodes, values: dict, constants=(), outputs=None, opset: int = 18, dialect_opset: int | None = 12,
@@ -33,21 +33,16 @@ def model_of(nodes, values: dict, constants=(), outputs=None, opset: int = 18, d
                 initializers.append(numpy_helper.from_array(value, name))
             continue
         shape = [f"{name}_{i}" for i in range(value.ndim)] if symbolic else list(value.shape)
-        if value.dtype == BFLOAT16:
-            feeds[f"{name}_f32"] = value.astype(np.float32)
-            inputs.append(helper.make_tensor_value_info(f"{name}_f32", TensorProto.FLOAT, shape))
-            graph_nodes.append(helper.make_node("Cast", [f"{name}_f32"], [name], to=code))
-        else:
-            feeds[name] = value
-            inputs.append(helper.make_tensor_value_info(name, code, shape))
+        info, feed, casts = graph_input(name, value, shape)
+        inputs.append(info)
+        feeds.update(feed)
+        graph_nodes.extend(casts)
     graph_nodes.extend(nodes)
     graph_outputs = []
     for name, (dtype, shape) in (outputs or {}).items():
-        dtype = np.dtype(dtype)
-        if dtype == BFLOAT16:
-            graph_nodes.append(helper.make_node("Cast", [name], [f"{name}_f32"], to=TensorProto.FLOAT))
-            name, dtype = f"{name}_f32", F32
-        graph_outputs.append(helper.make_tensor_value_info(name, NUMPY_TO_ONNX[dtype], shape))
+        info, casts = graph_output(name, NUMPY_TO_ONNX[np.dtype(dtype)], shape)
+        graph_outputs.append(info)
+        graph_nodes.extend(casts)
     graph = helper.make_graph(graph_nodes, "test", inputs, graph_outputs, initializer=initializers)
     imports = [helper.make_opsetid("", opset)]
     if dialect_opset:

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import custom_ops
 from custom_ops._types import BFLOAT16, NUMPY_TO_ONNX, type_name
+from onnx_bridge._feeds import graph_input, graph_output
 from onnx_bridge.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 
 #: Short names used in case ids and tables.
@@ -140,18 +141,13 @@ def op_model(case: Case, prefix: str = "") -> tuple[onnx.ModelProto, dict]:
             continue
         name = prefix + port
         node_inputs.append(name)
-        code = NUMPY_TO_ONNX[value.dtype]
         if port in CONSTANT_PORTS:
             initializers.append(numpy_helper.from_array(value, name))  # integer axis/axes
             continue
-        dims = [f"{name}_d{i}" for i in range(value.ndim)]
-        if value.dtype == BFLOAT16:
-            feeds[f"{name}_f32"] = value.astype(np.float32)
-            graph_inputs.append(helper.make_tensor_value_info(f"{name}_f32", TensorProto.FLOAT, dims))
-            nodes.append(helper.make_node("Cast", [f"{name}_f32"], [name], to=code))
-        else:
-            feeds[name] = value
-            graph_inputs.append(helper.make_tensor_value_info(name, code, dims))
+        info, feed, casts = graph_input(name, value, [f"{name}_d{i}" for i in range(value.ndim)])
+        graph_inputs.append(info)
+        feeds.update(feed)
+        nodes.extend(casts)
     while node_inputs and not node_inputs[-1]:
         node_inputs.pop()
     outputs = [prefix + name for name in OUTPUTS[case.op]]
@@ -159,11 +155,9 @@ def op_model(case: Case, prefix: str = "") -> tuple[onnx.ModelProto, dict]:
                                   name=prefix + SHORT[case.op], **case.attributes))
     graph_outputs = []
     for index, name in enumerate(outputs):
-        code = _output_code(case, index)
-        if code == TensorProto.BFLOAT16:
-            nodes.append(helper.make_node("Cast", [name], [f"{name}_f32"], to=TensorProto.FLOAT))
-            name, code = f"{name}_f32", TensorProto.FLOAT
-        graph_outputs.append(helper.make_tensor_value_info(name, code, None))
+        info, casts = graph_output(name, _output_code(case, index))
+        graph_outputs.append(info)
+        nodes.extend(casts)
     graph = helper.make_graph(nodes, case.id.replace("/", "_"), graph_inputs, graph_outputs,
                               initializer=initializers)
     model = helper.make_model(graph, ir_version=IR_VERSION,

@@ -5,6 +5,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from custom_ops._types import NUMPY_TO_ONNX
+from onnx_bridge._feeds import graph_input, graph_output
 from onnx_bridge.config import DOMAIN, IR_VERSION
 
 _PORTS = {
@@ -33,13 +34,11 @@ def dialect_model(op_type: str, inputs: dict, attributes: dict | None = None, *,
         if port in constants:
             initializers.append(numpy_helper.from_array(value, port) if code != TensorProto.BFLOAT16 else
                                 helper.make_tensor(port, code, value.shape, value.view(np.uint16).tolist()))
-        elif code in (TensorProto.BFLOAT16,):
-            feeds[f"{port}_f32"] = value.astype(np.float32)
-            graph_inputs.append(helper.make_tensor_value_info(f"{port}_f32", TensorProto.FLOAT, value.shape))
-            nodes.append(helper.make_node("Cast", [f"{port}_f32"], [port], to=code))
         else:
-            feeds[port] = value
-            graph_inputs.append(helper.make_tensor_value_info(port, code, value.shape))
+            info, feed, casts = graph_input(port, value, value.shape)
+            graph_inputs.append(info)
+            feeds.update(feed)
+            nodes.extend(casts)
     node = helper.make_node(op_type, node_inputs, list(output_names), domain=DOMAIN, name=name,
                             **(attributes or {}))
     nodes.append(node)
@@ -50,10 +49,9 @@ def dialect_model(op_type: str, inputs: dict, attributes: dict | None = None, *,
         if index:
             key = "count_element_type" if index == 3 else "index_element_type"
             code = TensorProto.INT32 if (attributes or {}).get(key) == "i32" else TensorProto.INT64
-        if code == TensorProto.BFLOAT16:
-            nodes.append(helper.make_node("Cast", [out], [f"{out}_f32"], to=TensorProto.FLOAT))
-            out, code = f"{out}_f32", TensorProto.FLOAT
-        outputs.append(helper.make_tensor_value_info(out, code, None))
+        info, casts = graph_output(out, code)
+        outputs.append(info)
+        nodes.extend(casts)
     graph = helper.make_graph(nodes, "test", graph_inputs, outputs, initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18),
                                                     helper.make_opsetid(DOMAIN, opset)],
