@@ -32,7 +32,7 @@ from benchmarks.models import NotApplicable  # noqa: E402
 from benchmarks.options import add_arguments  # noqa: E402
 from benchmarks.timing import Plan, measure  # noqa: E402
 
-FULL = Plan(repeats=15, warmup=2, budget=4.0, single_run=8.0, max_cell=20.0)
+FULL = Plan(repeats=15, warmup=2, budget=3.0, single_run=8.0, max_cell=20.0, second_pass_below=0.25)
 QUICK = Plan(repeats=5, warmup=1, budget=0.5, min_repeats=2, single_run=3.0, max_cell=3.0, passes=1,
              max_passes=1)
 TINY = Plan(repeats=1, warmup=1, budget=0.0, min_repeats=1, single_run=60.0, max_cell=60.0, passes=1,
@@ -149,7 +149,7 @@ def run(args) -> dict:
             "plan": vars(plan), "columns": {c.key: c.title for c in columns.COLUMNS if c.key in column_keys}}
     results = {}
     for case in cases:
-        log(f"{case.id}: {case.label}")
+        log(f"[{time.time() - started:5.0f} s] {case.id}: {case.label}")
         try:
             results[case.id] = run_case(case, plan, column_keys, log, results.get(case.scales_from))
         except Exception as error:
@@ -157,13 +157,13 @@ def run(args) -> dict:
             results[case.id] = {"id": case.id, "op": case.op, "label": case.label, "note": case.note,
                                 "cells": {}, "error": f"{type(error).__name__}: {error}"}
         gc.collect()
-    log("floor of the PyOp path")
+    log(f"[{time.time() - started:5.0f} s] floor of the PyOp path")
     floor_shape = SHAPES[mode]["seu"][0]
     floor = {"shape": list(floor_shape), "bytes": int(np.prod(floor_shape)) * 4,
              "cells": {k: {"median": c.median, "times": c.times}
                        for k, c in measure(floor_runners(floor_shape), plan).items()}}
     if not args.no_memory and cases:
-        log("peak memory (child process)")
+        log(f"[{time.time() - started:5.0f} s] peak memory (child process)")
         skip = {case_id: [k for k, cell in result["cells"].items()
                           if cell.get("median", 0) > MEMORY_SKIP_SECONDS or "median" not in cell]
                 for case_id, result in results.items()}
