@@ -14,8 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="tiny shapes, one repeat: checks that everything runs; the times mean nothing")
     parser.add_argument("--json", metavar="FILE", help="write all results as JSON ('-' for stdout)")
     parser.add_argument("--markdown", metavar="FILE",
-                        help="write the report as Markdown; in a file with <!-- bench:begin --> and "
-                             "<!-- bench:end --> markers only the part between them is replaced")
+                        help="write the report as Markdown; in a file with the lines <!-- bench:begin --> "
+                             "and <!-- bench:end --> only the part between them is replaced")
     parser.add_argument("--only", nargs="+", metavar="ID", help="case ids (or prefixes) to run, e.g. seu-sum")
     parser.add_argument("--columns", nargs="+", metavar="COLUMN", choices=COLUMN_KEYS,
                         help=f"columns to run (default all: {', '.join(COLUMN_KEYS)})")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -196,11 +197,12 @@ def write_atomic(path, text: str) -> None:
 
 
 def write_markdown(path, text: str) -> None:
-    """Write `text` to path; if the file has the bench markers, replace only what is between them."""
+    """Write `text` to path; if the file has the bench markers (each alone on a line), replace only what is
+    between them."""
     path = Path(path)
     if path.exists():
         current = path.read_text()
-        if BEGIN in current and END in current:
-            head, rest = current.split(BEGIN, 1)
-            text = f"{head}{BEGIN}\n{text}{END}{rest.split(END, 1)[1]}"
+        marked = re.search(rf"^{re.escape(BEGIN)}\n(.*?)^{re.escape(END)}$", current, re.M | re.S)
+        if marked:
+            text = current[:marked.start(1)] + text + current[marked.end(1):]
     write_atomic(path, text)

@@ -63,9 +63,10 @@ def test_floor_memory_and_targets_are_reported(tiny_run):
 
 def test_markdown_replaces_only_the_marked_part(tmp_path):
     page = tmp_path / "performance.md"
-    page.write_text(f"# Title\nintro\n{report.BEGIN}\nold table\n{report.END}\nanalysis\n")
+    intro = f"# Title\nthe markers `{report.BEGIN}` and `{report.END}` quoted in text stay\n"
+    page.write_text(f"{intro}{report.BEGIN}\nold table\n{report.END}\nanalysis\n")
     report.write_markdown(page, "new table\n")
-    assert page.read_text() == f"# Title\nintro\n{report.BEGIN}\nnew table\n{report.END}\nanalysis\n"
+    assert page.read_text() == f"{intro}{report.BEGIN}\nnew table\n{report.END}\nanalysis\n"
     fresh = tmp_path / "fresh.md"
     report.write_markdown(fresh, "table\n")
     assert fresh.read_text() == "table\n"
