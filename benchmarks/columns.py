@@ -170,16 +170,15 @@ def torch_column(case, inputs) -> Runner:
     a = case.attributes
     if case.op == "ScatterElementsUpdate":
         axis, reduction = int(inputs["axis"]), a.get("reduction", "none")
+        data, indices, updates = t["data"], t["indices"], t["updates"]
         if reduction == "none":
-            run = lambda: torch.scatter(t["data"], axis, t["indices"], t["updates"])  # noqa: E731
-            note = "scatter"
-        else:
-            reduce = {"sum": "sum", "prod": "prod", "min": "amin", "max": "amax", "mean": "mean"}[reduction]
-            include_self = bool(a.get("use_init_val", 1))
-            run = lambda: torch.scatter_reduce(t["data"], axis, t["indices"], t["updates"], reduce,  # noqa
-                                               include_self=include_self)
-            note = f"scatter_reduce {reduce}"
-        return Runner(lambda: [run().numpy()], note=note, keep=[t])
+            return Runner(lambda: [torch.scatter(data, axis, indices, updates).numpy()], note="scatter",
+                          keep=[t])
+        reduce = {"sum": "sum", "prod": "prod", "min": "amin", "max": "amax", "mean": "mean"}[reduction]
+        include_self = bool(a.get("use_init_val", 1))
+        return Runner(lambda: [torch.scatter_reduce(data, axis, indices, updates, reduce,
+                                                    include_self=include_self).numpy()],
+                      note=f"scatter_reduce {reduce}", keep=[t])
     if case.op == "ScatterUpdate":
         axis = int(inputs["axis"])
         shape = inputs["data"].shape[:axis] + (-1,) + inputs["data"].shape[axis + 1:]
@@ -192,11 +191,11 @@ def torch_column(case, inputs) -> Runner:
                       note="linalg.vector_norm", keep=[t])
     dim = int(inputs["axis"]) if "axis" in inputs else None
 
-    def run():
+    def unique():
         values, inverse, counts = torch.unique(t["data"], sorted=True, return_inverse=True,
                                                return_counts=True, dim=dim)
         return [values.numpy(), None, inverse.numpy().reshape(-1), counts.numpy()]
-    return Runner(run, note="unique (no first indices)", keep=[t])
+    return Runner(unique, note="unique (no first indices)", keep=[t])
 
 
 def _along_axis(indices: np.ndarray, axis: int) -> tuple:

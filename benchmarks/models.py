@@ -1,4 +1,4 @@
-"""ONNX models of a benchmark case: the dialect node, stock-marshaling PyOps, single native onnxruntime ops."""
+"""ONNX models of a benchmark case: the dialect node, the stock-marshaling PyOp, the single native op."""
 from __future__ import annotations
 
 import numpy as np

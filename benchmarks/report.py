@@ -157,7 +157,8 @@ def _targets(outcome: dict) -> list[str]:
     def side(pair):
         return f"{pair[0]} {titles.get(pair[1], pair[1])}"
 
-    lines = ["", "### Targets", "", "| target | measured | compared | limit | status |", "|---|---|---|---|---|"]
+    lines = ["", "### Targets", "", "| target | measured | compared | limit | status |",
+             "|---|---|---|---|---|"]
     for row in outcome["targets"]:
         compared = side(row["subject"]) + (f" vs {side(row['reference'])}" if row.get("reference") else "")
         if row.get("note"):

@@ -9,7 +9,7 @@ import functools
 import numpy as np
 
 import custom_ops
-from custom_ops import _ort  # noqa: F401 - installs the bridge hook first, as in any bridge process
+import custom_ops._ort  # noqa: F401 - the bridge's hook is installed first, as in any bridge process
 from onnxruntime_extensions import PyCustomOpDef, onnx_op
 
 from .models import STOCK_DOMAIN

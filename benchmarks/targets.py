@@ -66,8 +66,9 @@ def comparisons(cases) -> list[Comparison]:
                 add("ReduceL2 through the bridge <= 1.2x native", (case.id, column), (case.id, "native"), 1.2)
     for column in bridges:
         for reduction in ("sum", "none"):
-            add("SEU through the bridge >= 10x faster than stock marshaling", (f"seu-{reduction}-init1", column),
-                (f"seu-{reduction}-init1", "stock"), 10.0, speedup=True)
+            case_id = f"seu-{reduction}-init1"
+            add("SEU through the bridge >= 10x faster than stock marshaling", (case_id, column),
+                (case_id, "stock"), 10.0, speedup=True)
     return out
 
 
