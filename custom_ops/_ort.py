@@ -113,6 +113,9 @@ def _register(op_type: str, input_dtypes, output_dtypes, extra_attributes=()):
 
 
 def _register_all() -> None:
+    # Every registration of one op name must have the same number of inputs: onnxruntime-extensions
+    # otherwise fails every later session ("IsCompatible input count does not match"). That is why
+    # Unique always takes its axis input (prepare_model adds a placeholder and sets _axis_absent).
     i64 = np.dtype(np.int64)
     for data, index, axis in itertools.product(CARRIED_TYPES, INTEGER_TYPES, INTEGER_TYPES):
         for op_type in ("ScatterElementsUpdate", "ScatterUpdate"):
