@@ -77,8 +77,6 @@ def _axes(dim, rank: int) -> list[int]:
 def _onnxscript():
     """(op, ov, ir): the standard opset, the dialect ops, onnx_ir. Registers the dialect schemas."""
     try:
-        import onnx.reference  # noqa: F401  (must load before custom schemas exist: it rejects names
-        # shared across domains, such as ReduceL2, at import time)
         import onnxscript
         from onnxscript import opset18 as op
         from onnxscript.values import Op, Opset
