@@ -35,6 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def usage_markdown() -> str:
+    """docs/cli.md: the help of every subcommand (python -m onnx_bridge.cli --markdown > docs/cli.md)."""
+    parser = build_parser()
+    parts = ["# Command line", "", "`onnx-bridge COMMAND ...` (installed with the package; "
+             "`.venv/bin/onnx-bridge` after `make demo` or `make test`).", "",
+             "```", parser.format_help().rstrip(), "```"]
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in subparsers.choices.items():
+        parts += ["", f"## {name}", "", "```", command.format_help().rstrip(), "```"]
+    return "\n".join(parts) + "\n"
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -48,4 +60,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--markdown"]:
+        import os
+        os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: make the page reproducible
+        sys.stdout.write(usage_markdown())
+        sys.exit(0)
     sys.exit(main())

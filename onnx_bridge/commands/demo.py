@@ -14,7 +14,8 @@ DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "models"
 
 def add_arguments(parser) -> None:
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS,
-                        help="directory holding <name>.onnx, <name>_inputs.npz and <name>.xml (default: %(default)s)")
+                        help="directory holding <name>.onnx, <name>_inputs.npz and <name>.xml "
+                             "(default: the models/ directory of this checkout)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per path (median shown)")
 
 
