@@ -41,6 +41,21 @@ def data_type(ctx: RuleContext, node: onnx.NodeProto, version: int, index: int =
     return dtype
 
 
+def scatter_inputs(ctx: RuleContext, node: onnx.NodeProto, version: int) -> tuple | Keep:
+    """(data type, indices type, constant axis) of a scatter node (data, indices, updates, axis), or the
+    first Keep."""
+    dtype = data_type(ctx, node, version)
+    if isinstance(dtype, Keep):
+        return dtype
+    index_type = ctx.dtype(node, 1, "indices")
+    if isinstance(index_type, Keep):
+        return index_type
+    axis = constant_axis(ctx, node, 3, ctx.info.rank(node.input[0]))
+    if isinstance(axis, Keep):
+        return axis
+    return dtype, index_type, axis
+
+
 def constant_axis(ctx: RuleContext, node: onnx.NodeProto, index: int, rank: int | None) -> int | Keep:
     """The constant axis input normalised to [0, rank), or Keep (not constant, invalid, rank unknown)."""
     value = ctx.constant(node, index)

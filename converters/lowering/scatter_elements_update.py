@@ -27,7 +27,7 @@ from onnx_bridge.config import DOMAIN
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep
-from ._common import constant_axis, data_type, onnx_type, scatter_indices, spec_attributes
+from ._common import onnx_type, scatter_indices, scatter_inputs, spec_attributes
 
 ONNX_REDUCTION = {"none": "none", "sum": "add", "prod": "mul", "min": "min", "max": "max"}
 BOOL_REDUCTION = {"sum": "add", "prod": "mul", "min": "mul", "max": "add"}  # OR, AND, AND, OR
@@ -56,16 +56,11 @@ def lower_v12(node, ctx):
 
 
 def _lower(node, ctx, version, reduction, use_init_val):
-    dtype = data_type(ctx, node, version)
-    if isinstance(dtype, Keep):
-        return dtype
+    found = scatter_inputs(ctx, node, version)
+    if isinstance(found, Keep):
+        return found
+    dtype, index_type, axis = found
     data, indices, updates = node.input[:3]
-    index_type = ctx.dtype(node, 1, "indices")
-    if isinstance(index_type, Keep):
-        return index_type
-    axis = constant_axis(ctx, node, 3, ctx.info.rank(data))
-    if isinstance(axis, Keep):
-        return axis
     if reduction == "mean" and is_bool(dtype):
         return Keep("mean is not defined for bool data: the node always fails")
     if reduction == "mean" and dtype in (np.int64, np.uint64):

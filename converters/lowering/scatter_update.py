@@ -22,7 +22,7 @@ from onnx_bridge.config import DOMAIN
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep
-from ._common import constant_axis, data_type, out_of_range_negatives, runtime_check
+from ._common import out_of_range_negatives, runtime_check, scatter_inputs
 
 
 def _same_dims(first, second) -> bool | None:
@@ -59,17 +59,12 @@ def assert_same_shape(b, first: str, second: str) -> str:
 
 @LOWERING.register(DOMAIN, "ScatterUpdate", 3)
 def lower_v3(node, ctx):
-    dtype = data_type(ctx, node, 3)
-    if isinstance(dtype, Keep):
-        return dtype
+    found = scatter_inputs(ctx, node, 3)
+    if isinstance(found, Keep):
+        return found
+    dtype, index_type, axis = found
     data, indices, updates = node.input[:3]
-    index_type = ctx.dtype(node, 1, "indices")
-    if isinstance(index_type, Keep):
-        return index_type
     data_shape = ctx.info.shape(data)
-    axis = constant_axis(ctx, node, 3, None if data_shape is None else len(data_shape))
-    if isinstance(axis, Keep):
-        return axis
     size = data_shape[axis] if data_shape is not None and isinstance(data_shape[axis], int) else None
     index_shape = ctx.info.shape(indices)
     expected = None if data_shape is None or index_shape is None else \
