@@ -58,7 +58,8 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
             strict="semantics" keeps only caveats that change semantics, converting nodes whose one
             difference is floating-point summation order (what onnx_bridge.InferenceSession uses).
     output: where to write the result (atomically); required for "openvino-ir".
-    ops:    only convert nodes of these op types (others are reported as kept); None = all.
+    ops:    only convert nodes of these op types (others are reported as kept); None = all; or a
+            function node -> reason (str) to keep that node, or None/"" to convert it.
     The input is never modified. Returns (new model, Report).
     """
     if to not in TARGETS:

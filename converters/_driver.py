@@ -23,7 +23,7 @@ class _Walk:
         self.model, self.registry, self.interesting = model, registry, domain_of_interest
         self.rule_opset, self.report, self.mode, self.strict = rule_opset, report, mode, strict
         self.blocked, self.target_opset = blocked, target_opset
-        self.ops = None if ops is None else frozenset(ops)
+        self.ops = ops if ops is None or callable(ops) else frozenset(ops)
         self._ctx = None
         self.count = 0
         self.converted = 0
@@ -60,7 +60,12 @@ class _Walk:
         if self.mode == "keep-all":
             entry.reason = "mode keep-all"
             return [node]
-        if self.ops is not None and node.op_type not in self.ops:
+        if callable(self.ops):
+            declined = self.ops(node)
+            if declined:
+                entry.reason = declined
+                return [node]
+        elif self.ops is not None and node.op_type not in self.ops:
             entry.reason = f"not among the op types asked for ({', '.join(sorted(self.ops))})"
             return [node]
         if self.blocked:

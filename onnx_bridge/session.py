@@ -30,9 +30,16 @@ _WIDENED_CODES = {NUMPY_TO_ONNX[t] for t in WIDENED_TYPES}
 _T_INPUTS = {"ScatterElementsUpdate": (0, 2), "ScatterUpdate": (0, 2), "ReduceL2": (0,), "Unique": (0,)}
 
 
-#: Op types the session runs from their standard lowering. Unique stays a Python op: onnxruntime's Unique
-#: keys a std::map and is 15-45x slower than the custom op's sort on 1M elements (docs/performance.md).
-NATIVE_WHEN_LOWERED = ("ScatterElementsUpdate", "ScatterUpdate", "ReduceL2")
+def custom_op_preferred(node: onnx.NodeProto) -> str | None:
+    """Why the session runs `node` as a custom op although an exact lowering exists (measured on the
+    seed shapes, docs/performance.md), or None to run it natively."""
+    if node.op_type == "Unique":
+        return "faster as the custom op: onnxruntime's Unique is 15-45x slower than its sort"
+    if node.op_type == "ScatterElementsUpdate" and any(
+            a.name == "reduction" and a.s == b"mean" for a in node.attribute):
+        return ("faster as the custom op: the exact mean lowering takes three scatters "
+                "(22 ms against 16 ms on the seed shape)")
+    return None
 
 
 def _ort():
@@ -198,8 +205,8 @@ class InferenceSession:
 
     lower=True (default): nodes with an exact standard-ONNX lowering (converters.convert with
     strict="semantics": the standard graph agrees on every input, valid or not, NaN included) run as
-    native onnxruntime kernels (except Unique, whose custom op is much faster than onnxruntime's: see
-    NATIVE_WHEN_LOWERED); the rest run as Python custom ops. The one admitted difference is float
+    native onnxruntime kernels (except where the custom op is measurably faster: Unique and
+    ScatterElementsUpdate mean, see custom_op_preferred); the rest run as Python custom ops. The one admitted difference is float
     summation order (float ReduceL2 may differ from the Python kernel in the last bits, as any two
     implementations of a float sum do). lower=False runs every dialect node as a Python custom op.
     If a run fails inside a lowered node, the inputs are replayed through the custom ops so the error
@@ -215,7 +222,7 @@ class InferenceSession:
         if lower and _has_dialect_nodes(source):
             from converters import convert
             lowered, self.conversion_report = convert(source, to="standard", strict="semantics",
-                                                     ops=NATIVE_WHEN_LOWERED)
+                                                     ops=custom_op_preferred)
             self._fallback = source
             source = lowered
         self.prepared_model = prepare_model(source)

@@ -195,7 +195,7 @@ def test_session_keeps_unique_as_custom_op_and_lowers_the_rest():
     session = onnx_bridge.InferenceSession(unique)
     assert session._uses_pyops
     assert [(e.op_type, e.action) for e in session.conversion_report.nodes] == [("Unique", "kept")]
-    assert "not among the op types asked for" in session.conversion_report.nodes[0].reason
+    assert "faster as the custom op" in session.conversion_report.nodes[0].reason
     scatter, _ = dialect_model("ScatterUpdate", dict(data=np.zeros((2, 2), np.float32),
                                                      indices=np.array([1]), updates=np.ones((1, 2), np.float32),
                                                      axis=np.array(0)))
@@ -209,3 +209,12 @@ def test_convert_ops_filter():
     assert report.counts == {"kept": 1}
     _, report = convert(model, to="standard", ops=["ReduceL2"])
     assert report.counts == {"lowered": 1}
+
+
+def test_session_keeps_scatter_mean_as_custom_op():
+    model, feeds = dialect_model("ScatterElementsUpdate", dict(
+        data=np.zeros(4, np.float32), indices=np.array([0, 0]), updates=np.array([1, 2], np.float32),
+        axis=np.array(0)), {"reduction": "mean"})
+    session = onnx_bridge.InferenceSession(model)
+    assert session._uses_pyops and "faster as the custom op" in session.conversion_report.nodes[0].reason
+    np.testing.assert_array_equal(session.run(None, feeds)[0], [1, 0, 0, 0])
