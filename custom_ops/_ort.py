@@ -17,7 +17,7 @@ import threading
 import numpy as np
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op  # noqa: F401
 
-from onnx_bridge.config import DOMAIN
+from onnx_bridge.config import DIALECT_OPSET, DOMAIN
 from onnx_bridge.errors import OpError
 
 from ._spec import resolve
@@ -34,9 +34,6 @@ PYOP_TYPES = {
 }
 CARRIED_TYPES = tuple(PYOP_TYPES)
 HIDDEN_ATTRIBUTES = {"_node": PyCustomOpDef.dt_string, "_dtype": PyCustomOpDef.dt_string}
-
-# Newest version of each op: what session.prepare_model normalises every node to.
-_LATEST = {"ScatterElementsUpdate": 12, "ScatterUpdate": 3, "ReduceL2": 4, "Unique": 10}
 
 
 class _Registration:
@@ -100,7 +97,7 @@ def _invoke(k_id, feed, attributes):
 
 
 def _register(op_type: str, input_dtypes, output_dtypes, extra_attributes=()):
-    spec = resolve(op_type, _LATEST[op_type])
+    spec = resolve(op_type, DIALECT_OPSET)  # the newest version: session.prepare_model normalises to it
     attrs = {a.name: (PyCustomOpDef.dt_int64 if a.kind == "int" else PyCustomOpDef.dt_string)
              for a in spec.attributes}
     attrs.update(HIDDEN_ATTRIBUTES)

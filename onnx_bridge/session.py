@@ -17,17 +17,17 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 import custom_ops
+from converters.passes import uses_domain
 from custom_ops._schemas import register_schemas
 from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
 
 from ._model_io import load_model, make_runnable, opset_of
-from .config import DOMAIN
+from .config import DIALECT_OPSET, DOMAIN
 from .errors import ModelError, OpError
 
 _RUN_LOCK = threading.RLock()  # dialect ops report errors through one process-wide channel
 _WIDENED_CODES = {NUMPY_TO_ONNX[t] for t in WIDENED_TYPES}
 # Inputs/outputs of each op that carry the data type T (widened together).
-_T_INPUTS = {"ScatterElementsUpdate": (0, 2), "ScatterUpdate": (0, 2), "ReduceL2": (0,), "Unique": (0,)}
 
 
 def custom_op_preferred(node: onnx.NodeProto) -> str | None:
@@ -139,14 +139,16 @@ class _Rewriter:
                     raise OpError(spec.op_type, f"input '{port.name}'", "is required but missing")
         except OpError as error:
             raise error.with_node(label)
-        if node.op_type == "ScatterElementsUpdate" and spec.since_version < 12:
-            attributes = {"reduction": "none", "use_init_val": 1}
+        # The PyOps implement the newest version; an older node is its newest version with defaults
+        # (ScatterElementsUpdate-3 = -12 with reduction "none", use_init_val 1).
+        attributes = custom_ops.resolve(node.op_type, DIALECT_OPSET).attribute_values(attributes)
         data_code = self.types[node.input[0]]
         extra = [helper.make_attribute("_node", label)]
         inputs, outputs, before, after = list(node.input), list(node.output), [], []
         if data_code in _WIDENED_CODES:
             extra.append(helper.make_attribute("_dtype", type_name(ONNX_TO_NUMPY[data_code])))
-            for index in _T_INPUTS[node.op_type]:
+            for index in [i for i, port in enumerate(spec.inputs)
+                          if port.type_constraint == "T" and i < len(inputs) and inputs[i]]:
                 wide = f"{inputs[index]}__bridge_f32_{self.count}"
                 before.append(helper.make_node("Cast", [inputs[index]], [wide], to=TensorProto.FLOAT))
                 inputs[index] = wide
@@ -219,14 +221,14 @@ class InferenceSession:
         self.conversion_report = None
         self._fallback = None
         self._session_args = (sess_options, providers, provider_options, kwargs)
-        if lower and _has_dialect_nodes(source):
+        if lower and uses_domain(source, DOMAIN):
             from converters import convert
             lowered, self.conversion_report = convert(source, to="standard", strict="semantics",
                                                      ops=custom_op_preferred)
             self._fallback = source
             source = lowered
         self.prepared_model = prepare_model(source)
-        self._uses_pyops = _has_dialect_nodes(self.prepared_model)
+        self._uses_pyops = uses_domain(self.prepared_model, DOMAIN)
         self._session = self._create(self.prepared_model)
 
     def _create(self, prepared):
@@ -268,20 +270,6 @@ class InferenceSession:
 
     def __getattr__(self, name):  # get_inputs, get_outputs, get_providers, io_binding, ...
         return getattr(self._session, name)
-
-
-def _has_dialect_nodes(model: onnx.ModelProto) -> bool:
-    def visit(graph):
-        for node in graph.node:
-            if node.domain == DOMAIN:
-                return True
-            for attribute in node.attribute:
-                if attribute.type == onnx.AttributeProto.GRAPH and visit(attribute.g):
-                    return True
-                if any(visit(g) for g in attribute.graphs):
-                    return True
-        return False
-    return visit(model.graph)
 
 
 def _run_collecting_errors(session, output_names, input_feed, run_options):
