@@ -15,8 +15,8 @@ from pathlib import Path
 
 import onnx
 
-from onnx_bridge._model_io import load_model, save_model
-from onnx_bridge.errors import ConversionError
+from converters.model_io import load_model, save_model
+from custom_ops.errors import ConversionError
 
 from . import lowering, raising  # noqa: F401  (register the rules)
 from ._driver import MODES, lower, raise_

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import onnx
 
-from onnx_bridge._model_io import opset_of, set_opset
-from onnx_bridge.config import DIALECT_OPSET, DOMAIN, TARGET_OPSET
-from onnx_bridge.errors import ConversionError
+from converters.model_io import opset_of, set_opset
+from custom_ops.config import DIALECT_OPSET, DOMAIN, TARGET_OPSET
+from custom_ops.errors import ConversionError
 
 from . import passes
 from .graph import ModelInfo, NameScope, all_graphs, subgraphs

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import onnx
 
-from onnx_bridge._model_io import opset_of, set_opset
-from onnx_bridge.config import IR_VERSION, MAX_ORT_OPSET
+from custom_ops.config import IR_VERSION, MAX_ORT_OPSET
+from custom_ops.errors import ModelError
+
+from .model_io import opset_of, set_opset
 
 from .graph import all_graphs, infer
 
@@ -135,3 +137,18 @@ def add_value_info(model: onnx.ModelProto, new_values: list[tuple[onnx.GraphProt
             if value is None or value.type.tensor_type.elem_type != code:
                 value = onnx.helper.make_tensor_value_info(name, code, None)
             graph.value_info.append(value)
+
+
+def make_runnable(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Pin the IR version onnxruntime reads; refuse opsets it cannot run (in place, returns model)."""
+    default = opset_of(model, "")
+    if default is not None and default > MAX_ORT_OPSET:
+        notes: list[str] = []
+        pin_runnable_opset(model, notes)  # lowers the opset when no op of the model changes meaning
+        if opset_of(model, "") > MAX_ORT_OPSET:
+            raise ModelError(f"model imports default-domain opset {default}; onnxruntime runs at most "
+                             f"{MAX_ORT_OPSET} and {notes[0].split('changed ops: ')[-1]} changed since. "
+                             f"Convert it with onnx.version_converter first.")
+    if model.ir_version > IR_VERSION or model.ir_version == 0:
+        model.ir_version = IR_VERSION  # onnx >= 1.23 writes IR 14; nothing we emit needs more than 10
+    return model

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnx_bridge.errors import OpError
+from .errors import OpError
 
 from ._types import DATA_TYPES, INTEGER_TYPES, type_name
 

@@ -17,8 +17,8 @@ import threading
 import numpy as np
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op  # noqa: F401
 
-from onnx_bridge.config import DIALECT_OPSET, DOMAIN
-from onnx_bridge.errors import OpError
+from .config import DIALECT_OPSET, DOMAIN
+from .errors import OpError
 
 from ._spec import resolve
 from ._types import INTEGER_TYPES, dtype_from_name

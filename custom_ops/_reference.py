@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from onnx.reference.op_run import OpRun
 
-from onnx_bridge.config import DIALECT_OPSET, DOMAIN
+from .config import DIALECT_OPSET, DOMAIN
 
 from ._spec import op_types, resolve
 

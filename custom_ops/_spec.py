@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from onnx_bridge.config import DOMAIN
-from onnx_bridge.errors import OpError
+from .config import DOMAIN
+from .errors import OpError
 
 from . import _checks as check
 

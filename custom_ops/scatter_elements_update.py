@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from onnx_bridge.errors import OpError
+from .errors import OpError
 
 from . import _checks as check
 from ._spec import Attribute, OpSpec, Port, register

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnx_bridge.errors import OpError
+from .errors import OpError
 
 from . import _checks as check
 from ._spec import OpSpec, Port, register

@@ -202,7 +202,7 @@ GALLERY = {entry.name: entry for entry in (
 def generate(out: Path = HERE, names=None) -> list[Path]:
     """Write <name>.xml/.bin, <name>.onnx and <name>_inputs.npz for each gallery model; return the paths."""
     from converters.openvino_ir import export_ir, import_ir
-    from onnx_bridge._model_io import save_model
+    from converters.model_io import save_model
     from onnx_bridge.commands.run import save_npz
 
     out.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,4 @@
-"""Versions and names every part of onnx-bridge agrees on."""
+"""Versions and names every part agrees on, defined in custom_ops.config (the lowest package that uses them)."""
+from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, MAX_ORT_OPSET, TARGET_OPSET
 
-DOMAIN = "org.openvinotoolkit"
-#: Domain opset written by default: OpenVINO opset 12 holds the newest version of all four ops.
-DIALECT_OPSET = 12
-#: IR version written into every model we emit (onnx 1.23 writes 14; onnxruntime 1.31 reads at most 13).
-IR_VERSION = 10
-#: Default-domain opset of lowered models (ScatterElements-18, ReduceL2-18 are the targets).
-TARGET_OPSET = 18
-#: Highest default-domain opset onnxruntime 1.31 accepts.
-MAX_ORT_OPSET = 26
+__all__ = ["DIALECT_OPSET", "DOMAIN", "IR_VERSION", "MAX_ORT_OPSET", "TARGET_OPSET"]

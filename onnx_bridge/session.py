@@ -21,7 +21,8 @@ from converters.passes import uses_domain
 from custom_ops._schemas import register_schemas
 from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
 
-from ._model_io import load_model, make_runnable, opset_of
+from converters.model_io import load_model, opset_of
+from converters.passes import make_runnable
 from .config import DIALECT_OPSET, DOMAIN
 from .errors import ModelError, OpError
 

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 import numpy as np
 import onnx
 
-from ._model_io import save_model, set_opset
+from converters.model_io import save_model, set_opset
 from .config import DIALECT_OPSET, DOMAIN, IR_VERSION
 from .errors import BridgeError, ConversionError, OpError
 

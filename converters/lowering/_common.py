@@ -8,7 +8,7 @@ from onnx import TensorProto
 import custom_ops
 from custom_ops import _checks as check
 from custom_ops._types import NUMPY_TO_ONNX, type_name
-from onnx_bridge.errors import OpError
+from custom_ops.errors import OpError
 
 from ..graph import Builder
 from ..rules import Keep, RuleContext

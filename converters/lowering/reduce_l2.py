@@ -25,8 +25,8 @@ from onnx import TensorProto
 from custom_ops import _checks as check
 from custom_ops._types import BFLOAT16, type_name
 from custom_ops.reduce_l2 import normalized_axes
-from onnx_bridge.config import DOMAIN
-from onnx_bridge.errors import OpError
+from custom_ops.config import DOMAIN
+from custom_ops.errors import OpError
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep

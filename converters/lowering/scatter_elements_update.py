@@ -23,7 +23,7 @@ from onnx import TensorProto
 
 from custom_ops._types import BFLOAT16, compute_dtype, is_bool, is_float, type_name
 from custom_ops.scatter_elements_update import neutral_value
-from onnx_bridge.config import DOMAIN
+from custom_ops.config import DOMAIN
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from onnx_bridge.config import DOMAIN
+from custom_ops.config import DOMAIN
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep

@@ -20,7 +20,7 @@ import numpy as np
 from onnx import TensorProto
 
 from custom_ops._types import ONNX_TO_NUMPY, is_float, type_name
-from onnx_bridge.config import DOMAIN
+from custom_ops.config import DOMAIN
 
 from ..registry import LOWERING
 from ..rules import Converted, Keep

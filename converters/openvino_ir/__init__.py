@@ -7,7 +7,7 @@ import_ir(xml_path_or_ov_model) -> onnx.ModelProto
 export_ir(onnx_model, xml_path)
     Loads a dialect (or standard) ONNX model into OpenVINO, dialect nodes as native ops, and saves IR.
 to_openvino(onnx_model) -> openvino.Model
-    The loading step of export_ir (onnx_bridge.backends.openvino.read_onnx: a ConversionExtension per
+    The loading step of export_ir (_frontend.read_onnx: a ConversionExtension per
     dialect op).
 
 OpenVINO is an optional dependency, imported when these functions are called.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import onnx
 
-from onnx_bridge.errors import ModelError
+from custom_ops.errors import ModelError
 
 from . import rules  # noqa: F401  (registers the import rules)
 from ._exporter import export_ir, openvino, to_openvino

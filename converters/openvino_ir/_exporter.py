@@ -1,6 +1,6 @@
 """Dialect ONNX -> OpenVINO IR.
 
-Reading reuses onnx_bridge.backends.openvino.read_onnx: OpenVINO's ONNX frontend with one
+Reading uses _frontend.read_onnx: OpenVINO's ONNX frontend with one
 ConversionExtension per dialect op, so each node becomes the native OpenVINO op.
 """
 from __future__ import annotations
@@ -11,17 +11,12 @@ import tempfile
 from pathlib import Path
 
 import custom_ops
-from onnx_bridge._model_io import load_model, make_runnable, opset_of
-from onnx_bridge.config import DOMAIN
-from onnx_bridge.errors import BridgeError, ConversionError, OpError
+from converters.model_io import load_model, opset_of
+from converters.passes import make_runnable
+from custom_ops.config import DOMAIN
+from custom_ops.errors import BridgeError, ConversionError, OpError
 
-
-def openvino():
-    try:
-        import openvino as ov
-    except ModuleNotFoundError:
-        raise BridgeError("OpenVINO is not installed: pip install 'onnx-bridge[openvino]'") from None
-    return ov
+from ._frontend import openvino, read_onnx
 
 
 def _prepare_dialect_nodes(model) -> None:
@@ -49,7 +44,6 @@ def _prepare_dialect_nodes(model) -> None:
 def to_openvino(onnx_model):
     """openvino.Model of an ONNX model (path, bytes or ModelProto); dialect nodes become native ops."""
     openvino()
-    from onnx_bridge.backends.openvino import read_onnx
     model = make_runnable(load_model(onnx_model))
     _prepare_dialect_nodes(model)
     return read_onnx(model)

@@ -12,8 +12,8 @@ import onnx
 from onnx import TensorProto, helper
 
 from custom_ops._types import NUMPY_TO_ONNX
-from onnx_bridge.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
-from onnx_bridge.errors import ConversionError
+from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
+from custom_ops.errors import ConversionError
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label

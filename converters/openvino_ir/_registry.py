@@ -5,23 +5,42 @@ attribute of an IR layer): usually the op's own version, but not always (Logical
 ScatterNDUpdate-3 "opset4"). A rule is registered for the exact versions whose semantics it reproduces;
 a version nobody registered is unsupported (a newer version of an op may behave differently).
 
-    @rule("Add", "Multiply", versions=(1,))
+    @rule("Add", "Multiply", versions=(1,), onnx="Add, Mul", notes="...", refuses=("pdpd broadcast: ...",))
     def binary(ctx, node): ...
+
+`onnx`, `notes` and `refuses` document the rule (what it emits, how it matches OpenVINO, which
+configurations it refuses and why); the supported-op table (`onnx-bridge convert --list-ops`,
+docs/openvino_ir.md) is generated from them.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 #: (OpenVINO type name, opset version) -> handler(ctx, node)
 RULES: dict[tuple[str, int], Callable] = {}
 
 
+@dataclass(frozen=True)
+class RuleDoc:
+    onnx: str = ""                  # the ONNX ops it emits
+    notes: str = ""                 # how it reproduces OpenVINO, where it differs
+    refuses: tuple[str, ...] = ()   # configurations refused, each with its reason
+
+
+#: (OpenVINO type name, opset version) -> its documentation
+DOCS: dict[tuple[str, int], RuleDoc] = {}
+
+
 class Unsupported(Exception):
     """A supported op used in a configuration the import cannot express (the reason says which)."""
 
 
-def rule(*names: str, versions: tuple[int, ...]):
+def rule(*names: str, versions: tuple[int, ...], onnx: str = "", notes: str = "",
+         refuses: tuple[str, ...] = ()):
+    doc = RuleDoc(onnx, notes, tuple(refuses))
+
     def register(handler):
         for name in names:
             for version in versions:
@@ -29,6 +48,7 @@ def rule(*names: str, versions: tuple[int, ...]):
                 if key in RULES:
                     raise RuntimeError(f"two import rules for {name}-{version}")
                 RULES[key] = handler
+                DOCS[key] = doc
         return handler
     return register
 

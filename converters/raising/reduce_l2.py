@@ -13,7 +13,7 @@ import numpy as np
 from onnx import TensorProto
 
 from custom_ops._types import NUMPY_TO_ONNX, is_float, type_name
-from onnx_bridge.config import DIALECT_OPSET, DOMAIN
+from custom_ops.config import DIALECT_OPSET, DOMAIN
 
 from ..registry import RAISING
 from ..rules import Converted, Keep

@@ -5,9 +5,8 @@
   axis/axes, compiles it on the CPU plugin with INFERENCE_PRECISION_HINT=f32 (the plugin's default on
   AVX512/AMX machines is bf16, which silently rounds f32) and runs it on numpy arrays. Compiled models are
   cached per (op, attributes, element types, ranks, axis), so thousands of cases compile a few hundred times.
-- core_with_extensions() / read_onnx(model) / compile(model) / run_model(model, feeds): dialect ONNX models
-  read through one openvino.frontend.onnx.ConversionExtension per op (naming the domain: OpenVINO's ONNX
-  frontend knows none of the four ops in org.openvinotoolkit).
+- compile(model) / run_model(model, feeds): dialect ONNX models read through
+  converters.openvino_ir._frontend (core_with_extensions, read_onnx: one ConversionExtension per op).
 
 openvino is optional (pip install onnx-bridge[openvino]); without it these functions raise BridgeError.
 Where the CPU plugin differs from the contract is listed in onnx_bridge.divergences; this module runs
@@ -16,16 +15,16 @@ what OpenVINO does and only refuses inputs that endanger the process.
 from __future__ import annotations
 
 import functools
-import io
 import re
 
 import numpy as np
 
 from custom_ops import resolve
 from custom_ops._types import BFLOAT16
-from onnx_bridge import _model_io
-from onnx_bridge.config import DIALECT_OPSET, DOMAIN
-from onnx_bridge.errors import BridgeError, OpError
+from converters.openvino_ir._frontend import OpenVINOError, core_with_extensions, extended_core, read_onnx  # noqa: F401
+from converters.openvino_ir._frontend import reason as _reason
+from custom_ops.config import DIALECT_OPSET, DOMAIN
+from custom_ops.errors import BridgeError, OpError
 
 DEVICE = "CPU"
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -33,10 +32,6 @@ OPS = ("ScatterElementsUpdate", "ScatterUpdate", "ReduceL2", "Unique")
 #: Inputs given to OpenVINO as Constants (part of the compiled-model cache key); the rest are Parameters.
 CONSTANT_INPUTS = {"ScatterElementsUpdate": ("axis",), "ScatterUpdate": ("axis",), "ReduceL2": ("axes",),
                    "Unique": ("axis",)}
-
-
-class OpenVINOError(BridgeError, RuntimeError):
-    """OpenVINO refused or failed to build, compile or run something (its message is kept)."""
 
 
 @functools.cache
@@ -143,14 +138,6 @@ def _compile(op: str, attributes: tuple, tensor_types: tuple, constant_key):
         return core().compile_model(model, DEVICE, CONFIG)
     except RuntimeError as exc:  # OpenVINO validation errors are RuntimeErrors
         raise OpenVINOError(f"OpenVINO rejected {op} at build/compile time: {_reason(exc)}") from None
-
-
-def _reason(exc: Exception) -> str:
-    """OpenVINO's message without its chain of "Exception from <file>:<line>:" / "Check ... failed at" prefixes."""
-    text = " ".join(str(exc).split())
-    tail = re.split(r"(?:failed at|Exception from) \S+?:\d+:\s*", text)[-1].strip()
-    tail = re.sub(r"^While validating node '.*?' with friendly_name '[^']*':\s*", "", tail)
-    return (tail or text)[:400]
 
 
 def run(op: str, inputs, attributes: dict | None = None) -> tuple[np.ndarray, ...]:
@@ -262,73 +249,12 @@ def _refuse_crashing_inputs(op: str, named: dict) -> None:
                               allowed=f"<= {data.shape} except on axis {axis_value}")
 
 
-# ------------------------------------------------------------------------------------------------------
-# Dialect ONNX models
-
-
-def _seu(ctx):
-    from openvino import opset12
-    return opset12.scatter_elements_update(
-        ctx.get_input(0), ctx.get_input(1), ctx.get_input(2), ctx.get_input(3),
-        _text(ctx.get_attribute("reduction", "none")), bool(ctx.get_attribute("use_init_val", 1))).outputs()
-
-
-def _scatter_update(ctx):
-    from openvino import opset3
-    return opset3.scatter_update(*(ctx.get_input(i) for i in range(4))).outputs()
-
-
-def _reduce_l2(ctx):
-    from openvino import opset4
-    return opset4.reduce_l2(ctx.get_input(0), ctx.get_input(1), bool(ctx.get_attribute("keep_dims", 0))).outputs()
-
-
-def _unique(ctx):
-    from openvino import opset10
-    axis = ctx.get_input(1) if ctx.get_input_size() > 1 else None  # must be an initializer (a Constant)
-    return opset10.unique(ctx.get_input(0), axis, bool(ctx.get_attribute("sorted", 1)),
-                          _text(ctx.get_attribute("index_element_type", "i64")),
-                          _text(ctx.get_attribute("count_element_type", "i64"))).outputs()
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-_TRANSLATORS = {"ScatterElementsUpdate": _seu, "ScatterUpdate": _scatter_update, "ReduceL2": _reduce_l2,
-                "Unique": _unique}
-
-
-def core_with_extensions():
-    """A new ov.Core whose ONNX frontend reads the dialect's four ops as OpenVINO's native ops."""
-    ov = _openvino()
-    from openvino.frontend.onnx import ConversionExtension
-    extended = ov.Core()
-    for op_type, translator in _TRANSLATORS.items():
-        extended.add_extension(ConversionExtension(op_type, DOMAIN, translator))
-    return extended
-
-
-@functools.cache
-def _extended_core():
-    return core_with_extensions()
-
-
-def read_onnx(model):
-    """A dialect ONNX model (path, bytes or ModelProto) as an ov.Model; IR version pinned for the reader."""
-    proto = _model_io.make_runnable(_model_io.load_model(model))
-    try:
-        return _extended_core().read_model(io.BytesIO(proto.SerializeToString()))
-    except RuntimeError as exc:
-        raise OpenVINOError(f"OpenVINO could not read the model: {_reason(exc)}") from None
-
-
 def compile(model):  # noqa: A001  (mirrors ov.Core.compile_model; the module is used qualified)
     """A dialect ONNX model (or an ov.Model) compiled on the CPU plugin with f32 inference precision."""
     ov = _openvino()
     ov_model = model if isinstance(model, ov.Model) else read_onnx(model)
     try:
-        return _extended_core().compile_model(ov_model, DEVICE, CONFIG)
+        return extended_core().compile_model(ov_model, DEVICE, CONFIG)
     except RuntimeError as exc:
         raise OpenVINOError(f"OpenVINO could not compile the model: {_reason(exc)}") from None
 

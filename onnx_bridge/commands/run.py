@@ -23,7 +23,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from custom_ops._types import ONNX_TO_NUMPY, type_name
-from onnx_bridge._model_io import load_model
+from converters.model_io import load_model
 from onnx_bridge.config import DOMAIN
 from onnx_bridge.errors import BridgeError, ModelError
 

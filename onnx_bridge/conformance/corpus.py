@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 
 from custom_ops._types import BFLOAT16, ONNX_TO_NUMPY
-from onnx_bridge._model_io import load_model
+from converters.model_io import load_model
 from onnx_bridge.config import DOMAIN
 from onnx_bridge.errors import BridgeError, ModelError
 

@@ -5,7 +5,7 @@ OpenVINO bool attributes become INT 0/1. ScatterElementsUpdate-3 is the opset-12
 """
 from __future__ import annotations
 
-from onnx_bridge.config import DOMAIN
+from custom_ops.config import DOMAIN
 
 from .._registry import rule
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import onnx
 
-from .config import IR_VERSION, MAX_ORT_OPSET
-from .errors import ModelError
+from custom_ops.errors import ModelError
 
 
 def load_model(model) -> onnx.ModelProto:
@@ -49,22 +48,6 @@ def set_opset(model: onnx.ModelProto, domain: str, version: int) -> None:
             entry.version = version
             return
     model.opset_import.add(domain=domain, version=version)
-
-
-def make_runnable(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Pin the IR version onnxruntime reads; refuse opsets it cannot run (in place, returns model)."""
-    default = opset_of(model, "")
-    if default is not None and default > MAX_ORT_OPSET:
-        from converters.passes import pin_runnable_opset  # lazy: converters imports this module
-        notes: list[str] = []
-        pin_runnable_opset(model, notes)  # lowers the opset when no op of the model changes meaning
-        if opset_of(model, "") > MAX_ORT_OPSET:
-            raise ModelError(f"model imports default-domain opset {default}; onnxruntime runs at most "
-                             f"{MAX_ORT_OPSET} and {notes[0].split('changed ops: ')[-1]} changed since. "
-                             f"Convert it with onnx.version_converter first.")
-    if model.ir_version > IR_VERSION or model.ir_version == 0:
-        model.ir_version = IR_VERSION  # onnx >= 1.23 writes IR 14; nothing we emit needs more than 10
-    return model
 
 
 def save_model(model: onnx.ModelProto, path, *, external_data: bool = False) -> Path:

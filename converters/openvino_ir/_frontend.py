@@ -1,0 +1,90 @@
+"""Dialect ONNX models in OpenVINO: its ONNX frontend with one ConversionExtension per dialect op (naming
+the domain: OpenVINO's ONNX frontend knows none of the four ops in org.openvinotoolkit), so each node is
+read as the native OpenVINO op. Used by the IR exporter and by onnx_bridge.backends.openvino."""
+from __future__ import annotations
+
+import functools
+import io
+import re
+
+from converters.model_io import load_model
+from converters.passes import make_runnable
+from custom_ops.config import DOMAIN
+from custom_ops.errors import BridgeError
+
+
+class OpenVINOError(BridgeError, RuntimeError):
+    """OpenVINO refused or failed to build, compile or run something (its message is kept)."""
+
+
+def openvino():
+    try:
+        import openvino as ov
+    except ModuleNotFoundError:
+        raise BridgeError("OpenVINO is not installed: pip install 'onnx-bridge[openvino]'") from None
+    return ov
+
+
+def reason(exc: Exception) -> str:
+    """OpenVINO's message without its chain of "Exception from <file>:<line>:" / "Check ... failed at" prefixes."""
+    text = " ".join(str(exc).split())
+    tail = re.split(r"(?:failed at|Exception from) \S+?:\d+:\s*", text)[-1].strip()
+    tail = re.sub(r"^While validating node '.*?' with friendly_name '[^']*':\s*", "", tail)
+    return (tail or text)[:400]
+
+
+def _seu(ctx):
+    from openvino import opset12
+    return opset12.scatter_elements_update(
+        ctx.get_input(0), ctx.get_input(1), ctx.get_input(2), ctx.get_input(3),
+        _text(ctx.get_attribute("reduction", "none")), bool(ctx.get_attribute("use_init_val", 1))).outputs()
+
+
+def _scatter_update(ctx):
+    from openvino import opset3
+    return opset3.scatter_update(*(ctx.get_input(i) for i in range(4))).outputs()
+
+
+def _reduce_l2(ctx):
+    from openvino import opset4
+    return opset4.reduce_l2(ctx.get_input(0), ctx.get_input(1), bool(ctx.get_attribute("keep_dims", 0))).outputs()
+
+
+def _unique(ctx):
+    from openvino import opset10
+    axis = ctx.get_input(1) if ctx.get_input_size() > 1 else None  # must be an initializer (a Constant)
+    return opset10.unique(ctx.get_input(0), axis, bool(ctx.get_attribute("sorted", 1)),
+                          _text(ctx.get_attribute("index_element_type", "i64")),
+                          _text(ctx.get_attribute("count_element_type", "i64"))).outputs()
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+_TRANSLATORS = {"ScatterElementsUpdate": _seu, "ScatterUpdate": _scatter_update, "ReduceL2": _reduce_l2,
+                "Unique": _unique}
+
+
+def core_with_extensions():
+    """A new ov.Core whose ONNX frontend reads the dialect's four ops as OpenVINO's native ops."""
+    ov = openvino()
+    from openvino.frontend.onnx import ConversionExtension
+    extended = ov.Core()
+    for op_type, translator in _TRANSLATORS.items():
+        extended.add_extension(ConversionExtension(op_type, DOMAIN, translator))
+    return extended
+
+
+@functools.cache
+def extended_core():
+    return core_with_extensions()
+
+
+def read_onnx(model):
+    """A dialect ONNX model (path, bytes or ModelProto) as an ov.Model; IR version pinned for the reader."""
+    proto = make_runnable(load_model(model))
+    try:
+        return extended_core().read_model(io.BytesIO(proto.SerializeToString()))
+    except RuntimeError as exc:
+        raise OpenVINOError(f"OpenVINO could not read the model: {reason(exc)}") from None

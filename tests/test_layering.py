@@ -1,0 +1,76 @@
+"""The packages stack one way: custom_ops < converters < onnx_bridge.
+
+A lower package never imports a higher one, at module level or inside a function, so no two modules
+of different packages can import each other. Shared names (errors, domain and opset constants, model
+loading) live in the lowest package that needs them; onnx_bridge re-exports the public ones.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ["custom_ops", "converters", "onnx_bridge"]  # low to high
+
+
+def _imported_modules(path: Path, package: str) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import statement in the file, nested ones included."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    current_package = parts if path.name == "__init__.py" else parts[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = current_package[: len(current_package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            found.append((node.lineno, module))
+    return found
+
+
+def _upward_imports() -> list[str]:
+    problems = []
+    for rank, package in enumerate(LAYERS):
+        higher = LAYERS[rank + 1:]
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for line, module in _imported_modules(path, package):
+                top = module.split(".")[0]
+                if top in higher:
+                    problems.append(f"{path.relative_to(ROOT)}:{line} imports {module} ({package} < {top})")
+    return problems
+
+
+def test_no_lower_package_imports_a_higher_one():
+    assert _upward_imports() == []
+
+
+def test_the_check_sees_nested_and_relative_imports(tmp_path, monkeypatch):
+    # The check must fail on what it is meant to catch: a function-level import of a higher package,
+    # and a relative import resolved to its package.
+    fake = tmp_path / "custom_ops"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "bad.py").write_text("def f():\n    from onnx_bridge.session import InferenceSession\n")
+    (fake / "fine.py").write_text("from .errors import OpError\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    for name in ("converters", "onnx_bridge"):
+        (tmp_path / name).mkdir()
+    assert _upward_imports() == ["custom_ops/bad.py:2 imports onnx_bridge.session (custom_ops < onnx_bridge)"]
+    assert ("custom_ops.errors" in {m for _, m in _imported_modules(fake / "fine.py", "custom_ops")})
+
+
+@pytest.mark.parametrize("name", ["BridgeError", "OpError", "ConversionError", "ModelError", "DOMAIN",
+                                  "DIALECT_OPSET", "IR_VERSION", "TARGET_OPSET"])
+def test_public_names_still_come_from_onnx_bridge(name):
+    import onnx_bridge
+    import custom_ops.config
+    import custom_ops.errors
+    lower = getattr(custom_ops.errors, name, None) or getattr(custom_ops.config, name)
+    assert getattr(onnx_bridge, name) is lower
