@@ -1,2 +1,3 @@
 """Import rules, grouped by kind of op. Importing this package registers them all."""
-from . import dialect, elementwise, io, nn, reduce, tensor  # noqa: F401
+from . import (attention, dialect, elementwise, io, layout, nn, reduce, selection,  # noqa: F401
+               tensor)

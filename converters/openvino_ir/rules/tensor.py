@@ -58,7 +58,11 @@ def concat(ctx, node):
              axis=int(node.get_attributes()["axis"]))
 
 
-@rule("Gather", versions=(1, 7, 8))
+@rule("Gather", versions=(1, 7, 8), onnx="Gather; GatherND for batch_dims > 0",
+      notes="negative indices count from the end in both (Gather-8); Gather-8 returns 0 for out-of-range "
+            "indices where onnxruntime raises",
+      refuses=("a computed axis: ONNX Gather takes it as an attribute",
+               "batch_dims with axis != batch_dims"))
 def gather(ctx, node):
     # Gather-8 returns 0 for out-of-range indices where ONNX raises; valid indices agree (negative too).
     axis = scalar_axis(ctx, node, 2)
@@ -88,13 +92,20 @@ def gather_elements(ctx, node):
              axis=int(node.get_attributes()["axis"]))
 
 
-@rule("GatherND", versions=(5, 8))
+@rule("GatherND", versions=(5, 8), onnx="GatherND (+ Shape, Concat, Reshape for v5 batch_dims)",
+      notes="v8 keeps the batch dims as ONNX does; v5 folds them into one leading dim: a Reshape to "
+            "[-1] + the ONNX result's shape after the batch dims",
+      refuses=())
 def gather_nd(ctx, node):
     batch_dims = int(node.get_attributes().get("batch_dims", 0))
     version = int(node.get_type_info().version_id[len("opset"):])
-    if version == 5 and batch_dims > 0:  # v5 folds the batch dims into one output dim; ONNX keeps them
-        raise Unsupported("GatherND-5 with batch_dims > 0")
-    ctx.emit("GatherND", [ctx.inp(node, 0), ctx.int64(node, 1)], [ctx.out(node)], batch_dims=batch_dims)
+    if version == 8 or batch_dims <= 1:  # one batch dim folded is the same dim
+        ctx.emit("GatherND", [ctx.inp(node, 0), ctx.int64(node, 1)], [ctx.out(node)], batch_dims=batch_dims)
+        return
+    gathered = ctx.emit("GatherND", [ctx.inp(node, 0), ctx.int64(node, 1)], batch_dims=batch_dims)
+    tail = ctx.emit("Shape", [gathered], start=batch_dims)
+    folded = ctx.emit("Concat", [ctx.const(np.array([-1], np.int64), "minus_one"), tail], axis=0)
+    ctx.emit("Reshape", [gathered, folded], [ctx.out(node)])
 
 
 @rule("ShapeOf", versions=(1, 3))
@@ -119,14 +130,21 @@ def unsqueeze(ctx, node):
     ctx.emit("Unsqueeze", [ctx.inp(node, 0), ctx.int64_vector(node, 1)], [ctx.out(node)])
 
 
-@rule("Broadcast", versions=(1, 3))
+@rule("Broadcast", versions=(1, 3), onnx="Expand (+ Unsqueeze for explicit)",
+      notes="numpy and bidirectional: Expand (ONNX broadcasting is bidirectional; for numpy OpenVINO "
+            "requires the target shape to be the result, so both agree). Explicit (Broadcast-1 records "
+            "it as mode 'none', AutoBroadcastType::EXPLICIT == NONE): data dims land on the axes of "
+            "axes_mapping, the others are inserted as 1 and expanded.",
+      refuses=("pdpd mode: PaddlePaddle's broadcast rule has no ONNX equivalent",
+               "explicit mode with a computed axes_mapping: the inserted axes must be known",
+               "explicit mode with a target shape of dynamic length"))
 def broadcast(ctx, node):
     mode = str(node.get_attributes().get("mode", "numpy")).lower()
     data, shape = ctx.inp(node, 0), ctx.int64(node, 1)
     if mode in ("numpy", "bidirectional"):  # numpy: the target shape is the result; Expand agrees
         ctx.emit("Expand", [data, shape], [ctx.out(node)])
         return
-    if mode != "explicit":
+    if mode not in ("explicit", "none"):  # Broadcast-1 serialises EXPLICIT as "none" (same enum value)
         raise Unsupported(f"mode={mode!r}")
     mapping = constant_input(ctx, node, 2, "axes_mapping").reshape(-1).astype(np.int64)
     target_rank = node.get_input_partial_shape(1)
@@ -138,7 +156,9 @@ def broadcast(ctx, node):
     ctx.emit("Expand", [aligned, shape], [ctx.out(node)])
 
 
-@rule("Tile", versions=(1,))
+@rule("Tile", versions=(1,), onnx="Tile (+ Unsqueeze)",
+      notes="repeats shorter than the rank are padded with leading 1s; longer ones give data leading dims of 1",
+      refuses=("computed repeats: the rank alignment needs their length", "data of dynamic rank"))
 def tile(ctx, node):
     repeats = constant_input(ctx, node, 1, "repeats").reshape(-1).astype(np.int64)
     rank = static_rank(ctx, node)
@@ -222,25 +242,46 @@ def strided_slice(ctx, node):
         ctx.emit("Squeeze", [sliced, ctx.const(squeeze_axes, "axes")], [ctx.out(node)])
 
 
-@rule("Split", versions=(1,))
+@rule("Split", versions=(1,), onnx="Split (num_outputs)",
+      notes="num_splits equal parts (OpenVINO requires the axis to divide evenly, so ONNX's uneven last "
+            "part never arises)",
+      refuses=("a computed axis: ONNX Split takes the axis as an attribute",))
 def split(ctx, node):
     outputs = [ctx.out(node, i) for i in range(node.get_output_size())]
     ctx.emit("Split", [ctx.inp(node, 0)], outputs, axis=scalar_axis(ctx, node, 1),
              num_outputs=int(node.get_attributes()["num_splits"]))
 
 
-@rule("VariadicSplit", versions=(1,))
+@rule("VariadicSplit", versions=(1,), onnx="Split (+ Shape, Gather, Where for -1 or computed lengths)",
+      notes="constant split_lengths become a constant split input (-1 resolved from a static dim); computed "
+            "lengths (or -1 on a dynamic dim) are passed at run time, a -1 replaced by what the others leave",
+      refuses=("a computed axis: ONNX Split takes the axis as an attribute",))
 def variadic_split(ctx, node):
     axis = scalar_axis(ctx, node, 1)
-    lengths = constant_input(ctx, node, 2, "split_lengths").reshape(-1).astype(np.int64)
-    if (lengths == -1).any():  # the one -1 takes what is left: needs the static dim
+    outputs = [ctx.out(node, i) for i in range(node.get_output_size())]
+    lengths = ctx.const_value(node, 2)
+    if lengths is not None:
+        lengths = lengths.reshape(-1).astype(np.int64)
         shape = node.get_input_partial_shape(0)
         dim = shape[axis] if shape.rank.is_static else None
-        if dim is None or dim.is_dynamic:
-            raise Unsupported("split_lengths with -1 needs a static dimension on axis")
-        lengths[lengths == -1] = dim.get_length() - lengths[lengths != -1].sum()
-    outputs = [ctx.out(node, i) for i in range(node.get_output_size())]
-    ctx.emit("Split", [ctx.inp(node, 0), ctx.const(lengths, "split")], outputs, axis=axis)
+        if not (lengths == -1).any():
+            ctx.emit("Split", [ctx.inp(node, 0), ctx.const(lengths, "split")], outputs, axis=axis)
+            return
+        if dim is not None and dim.is_static:  # the one -1 takes what is left
+            lengths[lengths == -1] = dim.get_length() - lengths[lengths != -1].sum()
+            ctx.emit("Split", [ctx.inp(node, 0), ctx.const(lengths, "split")], outputs, axis=axis)
+            return
+    # Lengths known at run time only: ONNX Split has no -1, so resolve it from the dim.
+    lengths = ctx.int64_vector(node, 2)
+    minus_one = ctx.const(np.array(-1, np.int64), "minus_one")
+    is_rest = ctx.emit("Equal", [lengths, minus_one])
+    zero = ctx.const(np.array(0, np.int64), "zero")
+    known = ctx.emit("ReduceSum", [ctx.emit("Where", [is_rest, zero, lengths])], keepdims=0)
+    dim = ctx.emit("Gather", [ctx.emit("Shape", [ctx.inp(node, 0)]), ctx.const(np.array(axis, np.int64), "axis")],
+                   axis=0)
+    rest = ctx.emit("Sub", [dim, known])
+    resolved = ctx.emit("Where", [is_rest, rest, lengths])
+    ctx.emit("Split", [ctx.inp(node, 0), resolved], outputs, axis=axis)
 
 
 @rule("NonZero", versions=(3,))

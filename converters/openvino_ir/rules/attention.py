@@ -1,0 +1,80 @@
+"""ScaledDotProductAttention-13 as its exact decomposition (OpenVINO's own,
+ScaledDotProductAttentionDecomposition):
+
+    softmax(Q * scale @ K^T + mask, axis=-1) @ V,   scale = 1 / sqrt(Q.shape[-1]) unless given
+
+mask: causal=true -> -inf above the diagonal (aligned top-left: column j is masked for row i when
+j > i, whatever the two sequence lengths), and attention_mask is then ignored; else a boolean
+attention_mask (True = take part, False -> -inf) or a float one added to the scores. A row with every
+score -inf gives NaN in both runtimes (OpenVINO's CPU kernel and this decomposition).
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from .._registry import Unsupported, rule
+from .._types import FLOAT_CODES, numpy_type
+
+
+def _dim(ctx, shape: str, index: int) -> str:
+    """Dim `index` of a Shape output as a 1-element int64 tensor."""
+    return ctx.emit("Gather", [shape, ctx.const(np.array([index], np.int64), "dim")], axis=0)
+
+
+def _causal_mask(ctx, query: str, key: str, dtype) -> str:
+    """[L, S] of 0 where column <= row, -inf elsewhere."""
+    zero, one = (ctx.const(np.array(v, np.int64), n) for v, n in ((0, "zero"), (1, "one")))
+    rows = _dim(ctx, ctx.emit("Shape", [query]), -2)
+    columns = _dim(ctx, ctx.emit("Shape", [key]), -2)
+    squeeze = ctx.const(np.array([0], np.int64), "axes")
+    row_index = ctx.emit("Range", [zero, ctx.emit("Squeeze", [rows, squeeze]), one])
+    column_index = ctx.emit("Range", [zero, ctx.emit("Squeeze", [columns, squeeze]), one])
+    above = ctx.emit("Greater", [ctx.emit("Unsqueeze", [column_index, squeeze]),
+                                 ctx.emit("Unsqueeze", [row_index, ctx.const(np.array([1], np.int64), "axes")])])
+    return ctx.emit("Where", [above, ctx.const(np.array(-np.inf, dtype), "minus_inf"),
+                              ctx.const(np.array(0, dtype), "zero")])
+
+
+@rule("ScaledDotProductAttention", versions=(13,),
+      onnx="Mul, Transpose, MatMul, Add (+ Where / Range for masks), Softmax, MatMul",
+      notes="OpenVINO's decomposition: scale defaults to 1/sqrt(head size) (computed at run time when the "
+            "head size is dynamic); causal masks above the diagonal (top-left aligned) and ignores "
+            "attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
+            "masks are added; a fully masked row is NaN in both",
+      refuses=("key of dynamic rank: the transpose of its last two dims needs it",
+               "non-float query"))
+def scaled_dot_product_attention(ctx, node):
+    code = ctx.elem(node, 0)
+    if code not in FLOAT_CODES:
+        raise Unsupported("query must be floating point")
+    dtype = numpy_type(code)
+    query, key, value = (ctx.inp(node, i) for i in range(3))
+    rank = ctx.rank(node, 1)
+    if rank is None or rank < 2:
+        raise Unsupported("key needs a static rank >= 2")
+    inputs = node.get_input_size()
+    if inputs > 4:
+        scale = ctx.inp(node, 4)
+    else:
+        shape = node.get_input_partial_shape(0)
+        head = shape[shape.rank.get_length() - 1] if shape.rank.is_static else None
+        if head is not None and head.is_static:
+            scale = ctx.const(np.array(1.0, dtype) / np.sqrt(np.array(head.get_length(), dtype)), "scale")
+        else:
+            size = ctx.emit("Cast", [_dim(ctx, ctx.emit("Shape", [query]), -1)], to=code)
+            scale = ctx.emit("Reciprocal", [ctx.emit("Sqrt", [size])])
+    scaled_query = ctx.emit("Mul", [query, scale])
+    key_t = ctx.emit("Transpose", [key], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    scores = ctx.emit("MatMul", [scaled_query, key_t])
+    causal = bool(node.get_attributes().get("causal", False))
+    if causal:
+        scores = ctx.emit("Add", [scores, _causal_mask(ctx, query, key, dtype)])
+    elif inputs > 3:
+        mask = ctx.inp(node, 3)
+        if ctx.elem(node, 3) == TensorProto.BOOL:
+            mask = ctx.emit("Where", [mask, ctx.const(np.array(0, dtype), "zero"),
+                                      ctx.const(np.array(-np.inf, dtype), "minus_inf")])
+        scores = ctx.emit("Add", [scores, mask])
+    weights = ctx.emit("Softmax", [scores], axis=-1)
+    ctx.emit("MatMul", [weights, value], [ctx.out(node)])
