@@ -270,7 +270,76 @@ def _unstable_topk_cases():
             for version in (1, 3, 11) for mode in ("max", "min") for sort in ("value", "index")]
 
 
-CASES = _attention_cases() + _selection_cases() + _layout_cases() + _shape_cases()
+def _interpolate(mode, calc, target, coordinates="half_pixel", nearest="round_prefer_floor", antialias=False,
+                 cube=-0.75, pads=(0, 0, 0, 0), axes=(2, 3), version=11):
+    def build(p):
+        axes_node = C(list(axes), np.int64) if axes is not None else None
+        dtype = np.int64 if calc == "sizes" else np.float32
+        if version == 11:
+            return [opset11.interpolate(p["x"], C(target, dtype), mode, calc, list(pads), list(pads), coordinates,
+                                        nearest, antialias, cube, axes_node)]
+        n = len(target)
+        sizes = C(target if calc == "sizes" else [1] * n, np.int64)
+        scales = C(target if calc == "scales" else [1.0] * n, np.float32)
+        return [opset10.interpolate(p["x"], sizes, scales, mode, calc, list(pads), list(pads), coordinates,
+                                    nearest, antialias, cube, axes_node)]
+    return build
+
+
+#: (sizes, scales) targets for H x W = 5 x 7: up, down, mixed; 0.6 * 5 = 3.0000001 in f32 (floor: 3)
+_TARGETS = {"sizes": ([9, 13], [3, 4], [10, 3]), "scales": ([2.0, 1.5], [0.6, 0.43], [1.7, 0.5])}
+
+
+def _interpolate_cases():
+    image = {"x": floats(1, 2, 5, 7)}
+    cases = []
+    for mode, coordinates, nearest in (
+            *[("nearest", c, n) for c in ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn",
+                                          "align_corners")
+              for n in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")],
+            *[(m, c, "round_prefer_floor") for m in ("linear_onnx", "linear", "cubic")
+              for c in ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")]):
+        for calc in ("sizes", "scales"):  # one of the three targets each, in turn
+            index = len(cases) % 3
+            cases.append(Case(f"interpolate-{mode}-{coordinates}-{nearest}-{calc}-{index}",
+                              _interpolate(mode, calc, _TARGETS[calc][index], coordinates, nearest), image, FLOAT))
+    cases += [
+        Case("interpolate-cubic-coeff", _interpolate("cubic", "sizes", [8, 4], cube=-0.5), image, FLOAT),
+        Case("interpolate-antialias-upscale", _interpolate("linear_onnx", "scales", [2.0, 1.0], antialias=True),
+             image, FLOAT),
+        Case("interpolate-nearest-antialias", _interpolate("nearest", "scales", [0.5, 0.5], antialias=True),
+             image, FLOAT),
+        Case("interpolate-pads", _interpolate("linear_onnx", "sizes", [9, 12], pads=(0, 0, 1, 2)), image, FLOAT),
+        Case("interpolate-no-axes", _interpolate("nearest", "scales", [1.0, 1.0, 2.0, 0.5], axes=None), image),
+        Case("interpolate-one-axis", _interpolate("cubic", "sizes", [11], axes=(3,)), image, FLOAT),
+        *[Case(f"interpolate-4-{mode}-{calc}", _interpolate(mode, calc, _TARGETS[calc][2], version=4), image, FLOAT)
+          for mode in ("nearest", "linear_onnx", "cubic") for calc in ("sizes", "scales")],
+        Case("interpolate-computed-sizes", lambda p: [opset11.interpolate(
+            p["x"], opset1.convert(p["s"], "i64"), "linear_onnx", "sizes", axes=C([2, 3], np.int64))],
+             {**image, "s": np.array([4, 11], np.int32)}, FLOAT),
+    ]
+    return cases
+
+
+def _roi_align(version, sampling, scale, aligned=None, mode="avg"):
+    def build(p):
+        if version == 3:
+            return [opset3.roi_align(p["x"], p["r"], p["b"], 3, 2, sampling, scale, mode)]
+        return [opset9.roi_align(p["x"], p["r"], p["b"], 3, 2, sampling, scale, mode, aligned)]
+    return build
+
+
+def _roi_cases():
+    corners = np.sort(RNG.uniform(0, 14, (5, 2, 2)), axis=1).astype(np.float32)  # x1 <= x2, y1 <= y2
+    feeds = {"x": floats(2, 3, 8, 10), "r": corners.transpose(0, 2, 1).reshape(5, 4)[:, [0, 2, 1, 3]].copy(),
+             "b": np.array([0, 1, 1, 0, 1], np.int32)}
+    return [Case(f"roi-align-{version}-{aligned}-{sampling}-{scale}", _roi_align(version, sampling, scale, aligned),
+                 feeds, FLOAT, static=True)  # the CPU plugin needs static ROI shapes
+            for version, aligned in ((3, None), (9, "asymmetric"))
+            for sampling, scale in ((2, 0.5), (0, 0.75), (1, 1.0))]
+
+
+CASES = _interpolate_cases() + _attention_cases() + _selection_cases() + _layout_cases() + _shape_cases() + _roi_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -280,13 +349,56 @@ def test_import_matches_openvino(case):
 
 @pytest.mark.parametrize("case", _unstable_topk_cases(), ids=lambda c: c.id)
 def test_topk_ties_unspecified_order(case):
-    """Values agree exactly; indices may pick other equal elements, each a valid choice."""
+    """The same k values (in the same order for sort=value); indices may pick other equal elements, each a
+    valid choice (and in ascending order for sort=index)."""
     model = _model(case)
     (values, indices), (want_values, want_indices) = (_run_onnx(import_ir(model), case.feeds),
                                                       _run_openvino(model, case.feeds))
-    np.testing.assert_array_equal(values, want_values)
+    if "-index" in case.id:
+        np.testing.assert_array_equal(np.sort(values, -1), np.sort(want_values, -1))
+    else:
+        np.testing.assert_array_equal(values, want_values)
     assert indices.dtype == want_indices.dtype
     np.testing.assert_array_equal(np.take_along_axis(case.feeds["x"], indices.astype(np.int64), -1), values)
     assert all(len(set(row)) == len(row) for row in indices.tolist())
     if "-index" in case.id:
         assert (np.diff(indices, axis=-1) > 0).all()
+
+
+#: Configurations the rules refuse: (id, build, input shapes, words the reason must contain)
+REFUSALS = [
+    *[(f"interpolate-{mode}", _interpolate(mode, "sizes", [9, 13]), {"x": [1, 2, 5, 7]}, f"mode={mode!r}")
+      for mode in ("bilinear_pillow", "bicubic_pillow")],
+    ("interpolate-nearest-simple", _interpolate("nearest", "sizes", [9, 13], nearest="simple"), {"x": [1, 2, 5, 7]},
+     "nearest_mode='simple'"),
+    ("interpolate-antialias-downscale", _interpolate("linear", "scales", [0.5, 2.0], antialias=True),
+     {"x": [1, 2, 5, 7]}, "antialias=true when downscaling"),
+    ("interpolate-computed-axes", lambda p: [opset11.interpolate(p["x"], C([4], np.int64), "nearest", "sizes",
+                                                                 axes=p["a"])],
+     {"x": [1, 2, 5, 7], "a": ([1], "i64")}, "axes must be a Constant"),
+    ("topk-sort-none", _topk(3, "max", "none"), {"x": [3, 4]}, "sort='none'"),
+    ("roi-align-max", _roi_align(9, 2, 1.0, "asymmetric", "max"),
+     {"x": [1, 3, 8, 8], "r": [2, 4], "b": ([2], "i32")}, "mode='max'"),
+    *[(f"roi-align-{aligned}", _roi_align(9, 2, 1.0, aligned), {"x": [1, 3, 8, 8], "r": [2, 4], "b": ([2], "i32")},
+       f"aligned_mode={aligned!r}") for aligned in ("half_pixel_for_nn", "half_pixel")],
+    ("pad-symmetric-computed", _pad(12, None, None, "symmetric", computed=True),
+     {"x": [2, 3], "b": ([2], "i64"), "e": ([2], "i64")}, "pad_mode='symmetric' with computed pads"),
+    ("depth-to-space-5d", lambda p: [opset1.depth_to_space(p["x"], "blocks_first", 2)], {"x": [1, 8, 2, 2, 2]},
+     "only 4-D"),
+    ("roll-computed-shift", lambda p: [opset7.roll(p["x"], p["s"], C([0], np.int64))],
+     {"x": [4], "s": ([1], "i64")}, "shift (input 1) must be a Constant"),
+    ("variadic-split-computed-axis", lambda p: [opset1.variadic_split(p["x"], p["a"], C([1, 1], np.int64))],
+     {"x": [2, 2], "a": ([], "i64")}, "axis (input 1) must be a Constant"),
+]
+
+
+@pytest.mark.parametrize("refusal", REFUSALS, ids=lambda r: r[0])
+def test_refused_with_reason(refusal):
+    case_id, build, shapes, reason = refusal
+    params = {name: P(*spec) if isinstance(spec, tuple) else P(spec) for name, spec in shapes.items()}
+    outputs = []
+    for node in build(params):
+        outputs += node.outputs() if hasattr(node, "outputs") else [node]
+    with pytest.raises(ConversionError, match="unsupported configuration") as error:
+        import_ir(ov.Model(outputs, list(params.values()), case_id))
+    assert reason in str(error.value)

@@ -1,0 +1,113 @@
+"""Interpolate-4 and -11 as ONNX Resize (opset 18: axes, antialias).
+
+Mode names, coordinate_transformation_mode and nearest_mode names are shared by the two specs (ONNX took
+them from the same TF/PyTorch conventions). Each accepted configuration was compared with OpenVINO's CPU
+plugin (tests/test_ir_rules_tensor.py); the others are refused with the reason.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._registry import Unsupported, rule
+
+#: OpenVINO mode -> ONNX Resize mode
+_MODES = {"nearest": "nearest", "linear": "linear", "linear_onnx": "linear", "cubic": "cubic"}
+_COORDINATES = {"half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners"}
+_NEAREST = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
+
+_REFUSES = (
+    "antialias=true when downscaling (or when the scale is not a Constant): OpenVINO's antialiasing filter "
+    "differs from ONNX Resize's (measured: up to 1.0 apart on unit-normal data)",
+    "modes bilinear_pillow / bicubic_pillow: Pillow's resampling has no ONNX equivalent",
+    "nearest_mode simple: no ONNX equivalent",
+    "a computed axes input: Resize takes axes as an attribute",
+)
+
+
+def _axes(ctx, node, index: int) -> list[int] | None:
+    if node.get_input_size() <= index:
+        return None
+    value = ctx.const_value(node, index)
+    if value is None:
+        raise Unsupported("axes must be a Constant (ONNX Resize takes them as an attribute)")
+    return [int(a) for a in value.reshape(-1)]
+
+
+def _upscaling(ctx, node, by_sizes: bool, axes, sizes_index: int, scales_index: int) -> bool:
+    """Whether every resized axis provably grows or keeps its size (antialiasing then does nothing)."""
+    if not by_sizes:
+        scales = ctx.const_value(node, scales_index)
+        return scales is not None and bool((scales >= 1).all())
+    sizes = ctx.const_value(node, sizes_index)
+    shape = node.get_input_partial_shape(0)
+    if sizes is None or shape.rank.is_dynamic:
+        return False
+    rank = shape.rank.get_length()
+    axes = range(rank) if axes is None else [a % rank for a in axes]
+    dims = [shape[a] for a in axes]
+    return all(d.is_static and int(s) >= d.get_length() for d, s in zip(dims, sizes.reshape(-1)))
+
+
+def _known_length(ctx, node, index: int, name: str, axes) -> str:
+    """`name` reshaped to its known length when its shape is dynamic (onnxruntime's Resize shape
+    inference reads a dynamic length as 0 and refuses the model)."""
+    shape = node.get_input_partial_shape(index)
+    if shape.rank.is_static and shape.rank.get_length() == 1 and shape[0].is_static:
+        return name
+    length = len(axes) if axes is not None else ctx.rank(node, 0)
+    if length is None:
+        raise Unsupported("scales/sizes of dynamic length need axes or data of static rank")
+    return ctx.emit("Reshape", [name, ctx.const(np.array([length], np.int64), "length")])
+
+
+def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, axes_index: int) -> None:
+    mode = str(attributes["mode"]).lower()
+    if mode not in _MODES:
+        raise Unsupported(f"mode={mode!r} has no exactly equivalent ONNX Resize mode")
+    coordinates = str(attributes["coordinate_transformation_mode"]).lower()
+    if coordinates not in _COORDINATES:
+        raise Unsupported(f"coordinate_transformation_mode={coordinates!r}")
+    nearest = str(attributes["nearest_mode"]).lower()
+    if mode == "nearest" and nearest not in _NEAREST:
+        raise Unsupported(f"nearest_mode={nearest!r} has no ONNX equivalent")
+    axes = _axes(ctx, node, axes_index)
+    by_sizes = str(attributes["shape_calculation_mode"]).lower() == "sizes"
+    if attributes.get("antialias", False) and mode != "nearest" and not _upscaling(ctx, node, by_sizes, axes,
+                                                                                    sizes_index, scales_index):
+        raise Unsupported("antialias=true when downscaling (or with computed scales): OpenVINO's "
+                          "antialiasing differs from ONNX Resize's")
+    data = ctx.inp(node, 0)
+    begin = [int(p) for p in attributes.get("pads_begin", [])]
+    end = [int(p) for p in attributes.get("pads_end", [])]
+    if any(begin) or any(end):
+        rank = ctx.rank(node, 0)
+        if rank is None:
+            raise Unsupported("pads need data of static rank")
+        begin, end = (begin + [0] * rank)[:rank], (end + [0] * rank)[:rank]
+        if min(begin + end) < 0:
+            raise Unsupported("negative pads")
+        data = ctx.emit("Pad", [data, ctx.const(np.array(begin + end, np.int64), "pads")], mode="constant")
+    extra = dict(axes=axes) if axes is not None else {}
+    if by_sizes:
+        inputs = [data, "", "", _known_length(ctx, node, sizes_index, ctx.int64_vector(node, sizes_index), axes)]
+    else:
+        inputs = [data, "", _known_length(ctx, node, scales_index, ctx.inp(node, scales_index), axes)]
+    ctx.emit("Resize", inputs, [ctx.out(node)], mode=_MODES[mode], coordinate_transformation_mode=coordinates,
+             nearest_mode=nearest, cubic_coeff_a=float(attributes.get("cube_coeff", -0.75)),
+             exclude_outside=0, **extra)  # antialias stays 0: it does nothing when upscaling
+
+
+_NOTES = ("modes nearest, linear and linear_onnx -> linear (the same without antialiasing), cubic (cubic_coeff_a = cube_coeff); coordinate_transformation_mode "
+          "and nearest_mode (round_prefer_floor/ceil, floor, ceil) by name; antialias for linear_onnx and "
+          "cubic only when upscaling (a no-op there, as in ONNX); shape_calculation_mode sizes -> sizes, scales -> scales; pads_begin/end -> a zero Pad "
+          "before; axes -> the axes attribute")
+
+
+@rule("Interpolate", versions=(4,), onnx="Resize (+ Pad)", notes=_NOTES, refuses=_REFUSES)
+def interpolate_4(ctx, node):  # inputs: data, sizes, scales[, axes]
+    _resize(ctx, node, node.get_attributes(), 1, 2, 3)
+
+
+@rule("Interpolate", versions=(11,), onnx="Resize (+ Pad)", notes=_NOTES, refuses=_REFUSES)
+def interpolate_11(ctx, node):  # inputs: data, scales_or_sizes[, axes]
+    _resize(ctx, node, node.get_attributes(), 1, 1, 2)
