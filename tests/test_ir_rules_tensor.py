@@ -339,7 +339,42 @@ def _roi_cases():
             for sampling, scale in ((2, 0.5), (0, 0.75), (1, 1.0))]
 
 
-CASES = _interpolate_cases() + _attention_cases() + _selection_cases() + _layout_cases() + _shape_cases() + _roi_cases()
+def _nms(sort=True, encoding="corner", inputs=("m", "i", "t"), output_type="i64", version=9):
+    def build(p):
+        args = [C(3, np.int64), C(0.3, np.float32), C(0.1, np.float32)]
+        args = [p[name] if name in p else arg for name, arg in zip(inputs, args)][:len(inputs)]
+        module = opset9 if version == 9 else opset5
+        return [module.non_max_suppression(p["b"], p["s"], *args, box_encoding=encoding, sort_result_descending=sort,
+                                           output_type=output_type)]
+    return build
+
+
+def _nms_cases():
+    xy, wh = RNG.uniform(0, 10, (2, 6, 2)), RNG.uniform(1, 5, (2, 6, 2))
+    corners = np.concatenate([xy, xy + wh], -1).astype(np.float32)
+    centers = np.concatenate([xy + wh / 2, wh], -1).astype(np.float32)
+    scores = RNG.uniform(-0.2, 1, (2, 3, 6)).astype(np.float32)
+    scores[0, 0, 2] = scores[0, 0, 3]  # equal scores within a class
+    scores[1, 1, 0] = scores[0, 2, 4]  # and across batches
+    scores[0, 1, 1] = 0.1              # at the threshold
+    feeds = {"b": corners, "s": scores}
+    return [
+        *[Case(f"nms-9-sort-{sort}-{encoding}", _nms(sort, encoding), {**feeds, "b": boxes}, FLOAT, static=True)
+          for sort in (False, True) for encoding, boxes in (("corner", corners), ("center", centers))],
+        Case("nms-9-i32", _nms(output_type="i32"), feeds, FLOAT, static=True),
+        *[Case(f"nms-5-sort-{sort}", _nms(sort, version=5), feeds, FLOAT, static=True) for sort in (False, True)],
+        Case("nms-9-defaults", _nms(inputs=("m",)), feeds, FLOAT, static=True),  # iou 0, no threshold given
+        Case("nms-9-computed-inputs", _nms(), {**feeds, "m": np.array(2, np.int64), "t": np.array(-0.1, np.float32)},
+             FLOAT, static=True),
+        # IoU exactly at the threshold (1/2): OpenVINO suppresses (>=), ONNX would keep (>)
+        *[Case(f"nms-9-iou-at-threshold-{iou}", lambda p, iou=iou: [opset9.non_max_suppression(
+            p["b"], p["s"], C(3, np.int64), C(iou, np.float32), C(0.0, np.float32))],
+            {"b": np.array([[[0, 0, 2, 1], [0, 0, 1, 1], [5, 5, 6, 6]]], np.float32),
+             "s": np.array([[[0.9, 0.8, 0.7]]], np.float32)}, FLOAT, static=True) for iou in (0.5, 0.0, 1.0, 1.5)],
+    ]
+
+
+CASES = _interpolate_cases() + _attention_cases() + _selection_cases() + _layout_cases() + _shape_cases() + _roi_cases() + _nms_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -383,6 +418,11 @@ REFUSALS = [
        f"aligned_mode={aligned!r}") for aligned in ("half_pixel_for_nn", "half_pixel")],
     ("pad-symmetric-computed", _pad(12, None, None, "symmetric", computed=True),
      {"x": [2, 3], "b": ([2], "i64"), "e": ([2], "i64")}, "pad_mode='symmetric' with computed pads"),
+    ("nms-computed-iou", _nms(), {"b": [1, 3, 4], "s": [1, 1, 3], "i": ([], "f32")},
+     "iou_threshold must be a Constant"),
+    ("nms-soft", lambda p: [opset9.non_max_suppression(p["b"], p["s"], C(3, np.int64), C(0.5, np.float32),
+                                                       C(0.0, np.float32), C(0.5, np.float32))],
+     {"b": [1, 3, 4], "s": [1, 1, 3]}, "soft_nms_sigma"),
     ("depth-to-space-5d", lambda p: [opset1.depth_to_space(p["x"], "blocks_first", 2)], {"x": [1, 8, 2, 2, 2]},
      "only 4-D"),
     ("roll-computed-shift", lambda p: [opset7.roll(p["x"], p["s"], C([0], np.int64))],

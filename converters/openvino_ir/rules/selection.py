@@ -79,3 +79,66 @@ def roi_align(ctx, node):
              sampling_ratio=int(attributes["sampling_ratio"]),
              spatial_scale=float(attributes["spatial_scale"]),
              coordinate_transformation_mode=_ALIGNED[aligned])
+
+
+def _optional_scalar(ctx, node, index: int, default, dtype, hint: str) -> str:
+    if node.get_input_size() > index:
+        return ctx.emit("Cast", [ctx.inp(node, index)], to=dtype)
+    return ctx.const(np.array(default, {TensorProto.INT64: np.int64, TensorProto.FLOAT: np.float32}[dtype]), hint)
+
+
+@rule("NonMaxSuppression", versions=(5, 9),
+      onnx="NonMaxSuppression, GatherND (+ TopK, Gather for sort_result_descending), Concat, Shape, Cast",
+      notes="OpenVINO infers a dynamic [..N, 3] output for v5 and v9 alike and its CPU plugin outputs exactly "
+            "the selected boxes ([num_selected, 3], no -1 padding), in "
+            "ONNX's order (batch, class, then descending score) when sort_result_descending=false; true sorts "
+            "them all by descending score (stable: equal scores keep that order), a TopK over the gathered "
+            "scores. selected_scores = (batch, class, score) as floats, valid_outputs = [num_selected]. "
+            "box_encoding center is center_point_box=1; absent inputs take OpenVINO's defaults (0). "
+            "OpenVINO suppresses at IoU >= iou_threshold, ONNX at IoU > it: the threshold becomes the f32 "
+            "just below (at <= 0: one box per class, as OpenVINO then suppresses even disjoint boxes)",
+      refuses=("a computed iou_threshold: the >= to > conversion needs its value",
+               "soft_nms_sigma other than a Constant 0: ONNX NonMaxSuppression has no soft NMS",
+               "boxes other than f32: ONNX NonMaxSuppression takes float only"))
+def non_max_suppression(ctx, node):
+    attributes = node.get_attributes()
+    if ctx.elem(node, 0) != TensorProto.FLOAT or ctx.elem(node, 1) != TensorProto.FLOAT:
+        raise Unsupported("boxes and scores must be f32 (ONNX NonMaxSuppression takes float only)")
+    if node.get_input_size() > 5:
+        sigma = ctx.const_value(node, 5)
+        if sigma is None or sigma.any():
+            raise Unsupported("soft_nms_sigma must be a Constant 0 (ONNX has no soft NMS)")
+    scores = ctx.inp(node, 1)
+    max_boxes = ctx.emit("Reshape", [_optional_scalar(ctx, node, 2, 0, TensorProto.INT64, "max_boxes"),
+                                     ctx.const(np.array([1], np.int64), "one")])
+    # OpenVINO suppresses a box when IoU >= iou_threshold, ONNX when IoU > iou_threshold: pass the float
+    # just below. At 0 (the default) OpenVINO suppresses every other box, even disjoint ones: one per class.
+    iou = np.float32(0) if node.get_input_size() <= 3 else ctx.const_value(node, 3)
+    if iou is None:
+        raise Unsupported("iou_threshold must be a Constant (OpenVINO's >= becomes ONNX's > of the float "
+                          "below it)")
+    iou = np.float32(np.asarray(iou).reshape(-1)[0])
+    if iou <= 0:
+        max_boxes = ctx.emit("Min", [max_boxes, ctx.const(np.array([1], np.int64), "one_box")])
+        iou = np.float32(0)
+    else:
+        iou = min(np.nextafter(iou, np.float32(0)), np.float32(1))
+    inputs = [ctx.inp(node, 0), scores, max_boxes, ctx.const(np.array(iou, np.float32), "iou"),
+              _optional_scalar(ctx, node, 4, 0.0, TensorProto.FLOAT, "score_threshold")]
+    center = str(attributes.get("box_encoding", "corner")).lower() == "center"
+    selected = ctx.emit("NonMaxSuppression", inputs, center_point_box=int(center))
+    picked = ctx.emit("GatherND", [scores, selected])  # [num_selected]
+    if attributes.get("sort_result_descending", True):
+        count = ctx.emit("Shape", [picked])
+        order = ctx.temp("order")
+        picked = ctx.emit("TopK", [picked, count], [ctx.temp("sorted_scores"), order], axis=0, largest=1, sorted=1)
+        selected = ctx.emit("Gather", [selected, order], axis=0)
+    code = ctx.out_elem(node, 0)
+    ctx.emit("Cast", [selected], [ctx.out(node, 0)], to=code)
+    batch_class = ctx.emit("Cast", [ctx.emit("Slice", [selected, ctx.const(np.array([0], np.int64), "start"),
+                                                       ctx.const(np.array([2], np.int64), "end"),
+                                                       ctx.const(np.array([1], np.int64), "axis")])],
+                           to=ctx.out_elem(node, 1))
+    ctx.emit("Concat", [batch_class, ctx.emit("Unsqueeze", [picked, ctx.const(np.array([1], np.int64), "axes")])],
+             [ctx.out(node, 1)], axis=1)
+    ctx.emit("Cast", [ctx.emit("Shape", [selected], end=1)], [ctx.out(node, 2)], to=ctx.out_elem(node, 2))
