@@ -124,7 +124,8 @@ def _attention_cases():
         Case("sdpa-bool-mask", _sdpa(mask=True), {**qkv, "m": bool_mask}, FLOAT),
         Case("sdpa-float-mask", _sdpa(mask=True), {**qkv, "m": float_mask}, FLOAT),
         Case("sdpa-causal-ignores-mask", _sdpa(mask=True, causal=True), {**qkv, "m": float_mask}, FLOAT),
-        Case("sdpa-scale", _sdpa(mask=True, scale=True), {**qkv, "m": float_mask, "s": np.array(0.3, np.float32)}, FLOAT),
+        Case("sdpa-scale", _sdpa(mask=True, scale=True), {**qkv, "m": float_mask, "s": np.array(0.3, np.float32)},
+             FLOAT),
         Case("sdpa-scale-no-mask", _sdpa(scale=True), {**qkv, "s": np.array(0.7, np.float32)}, FLOAT),
         # A fully masked row: -inf everywhere -> NaN in OpenVINO and in the decomposition.
         Case("sdpa-fully-masked-row", _sdpa(mask=True),
@@ -290,6 +291,26 @@ def _interpolate(mode, calc, target, coordinates="half_pixel", nearest="round_pr
 _TARGETS = {"sizes": ([9, 13], [3, 4], [10, 3]), "scales": ([2.0, 1.5], [0.6, 0.43], [1.7, 0.5])}
 
 
+def _interpolate_1(mode, sizes, axes=(2, 3), align_corners=False, pads=(), antialias=False):
+    def build(p):
+        attrs = dict(axes=list(axes), mode=mode, align_corners=align_corners, antialias=antialias,
+                     pads_begin=list(pads), pads_end=list(pads))
+        return [opset1.interpolate(p["x"], C(sizes, np.int64), attrs)]
+    return build
+
+
+def _interpolate_1_cases():
+    image, volume = {"x": floats(1, 2, 5, 7)}, {"x": floats(1, 2, 3, 4, 5)}
+    return [Case(f"interpolate-1-{mode}-{'-'.join(map(str, sizes))}-{'-'.join(map(str, axes))}-ac{int(align)}",
+                 _interpolate_1(mode, sizes, axes, align), data, FLOAT, static=True)
+            for mode in ("nearest", "linear", "cubic") for align in (False, True)
+            for sizes, axes, data in (([9, 13], (2, 3), image), ([3, 4], (2, 3), image), ([11], (3,), image),
+                                      ([6, 10], (3, 4), volume))
+            if not (mode == "cubic" and len(data["x"].shape) == 5)] + [
+        Case(f"interpolate-1-{mode}-pads", _interpolate_1(mode, [12], (3,), pads=(0, 0, 0, 1)), image, FLOAT, static=True)
+        for mode in ("linear", "nearest")]
+
+
 def _interpolate_cases():
     image = {"x": floats(1, 2, 5, 7)}
     cases = []
@@ -374,7 +395,8 @@ def _nms_cases():
     ]
 
 
-CASES = _interpolate_cases() + _attention_cases() + _selection_cases() + _layout_cases() + _shape_cases() + _roi_cases() + _nms_cases()
+CASES = (_interpolate_cases() + _interpolate_1_cases() + _attention_cases() + _selection_cases() + _layout_cases()
+         + _shape_cases() + _roi_cases() + _nms_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -411,6 +433,8 @@ REFUSALS = [
     ("interpolate-computed-axes", lambda p: [opset11.interpolate(p["x"], C([4], np.int64), "nearest", "sizes",
                                                                  axes=p["a"])],
      {"x": [1, 2, 5, 7], "a": ([1], "i64")}, "axes must be a Constant"),
+    ("interpolate-1-nearest-mixed", _interpolate_1("nearest", [9, 3]), {"x": [1, 2, 5, 7]}, "nearest_mode simple"),
+    ("interpolate-1-area", _interpolate_1("area", [9, 13]), {"x": [1, 2, 5, 7]}, "mode='area'"),
     ("topk-sort-none", _topk(3, "max", "none"), {"x": [3, 4]}, "sort='none'"),
     ("roi-align-max", _roi_align(9, 2, 1.0, "asymmetric", "max"),
      {"x": [1, 3, 8, 8], "r": [2, 4], "b": ([2], "i32")}, "mode='max'"),

@@ -97,10 +97,10 @@ def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, ax
              exclude_outside=0, **extra)  # antialias stays 0: it does nothing when upscaling
 
 
-_NOTES = ("modes nearest, linear and linear_onnx -> linear (the same without antialiasing), cubic (cubic_coeff_a = cube_coeff); coordinate_transformation_mode "
-          "and nearest_mode (round_prefer_floor/ceil, floor, ceil) by name; antialias for linear_onnx and "
-          "cubic only when upscaling (a no-op there, as in ONNX); shape_calculation_mode sizes -> sizes, scales -> scales; pads_begin/end -> a zero Pad "
-          "before; axes -> the axes attribute")
+_NOTES = ("modes nearest, linear and linear_onnx -> linear (the same without antialiasing), cubic "
+          "(cubic_coeff_a = cube_coeff); coordinate_transformation_mode and nearest_mode (round_prefer_floor/ceil, "
+          "floor, ceil) by name; antialias accepted only when upscaling (a no-op there); shape_calculation_mode "
+          "sizes -> sizes, scales -> scales; pads_begin/end -> a zero Pad before; axes -> the axes attribute")
 
 
 @rule("Interpolate", versions=(4,), onnx="Resize (+ Pad)", notes=_NOTES, refuses=_REFUSES)
@@ -111,3 +111,71 @@ def interpolate_4(ctx, node):  # inputs: data, sizes, scales[, axes]
 @rule("Interpolate", versions=(11,), onnx="Resize (+ Pad)", notes=_NOTES, refuses=_REFUSES)
 def interpolate_11(ctx, node):  # inputs: data, scales_or_sizes[, axes]
     _resize(ctx, node, node.get_attributes(), 1, 1, 2)
+
+
+def _v1_scaling(ctx, node, axes: list[int]) -> str | None:
+    """'up' / 'down' when every resized axis grows (or keeps) / shrinks, from a constant output_shape and
+    static input dims; None when unknown or mixed."""
+    sizes = ctx.const_value(node, 1)
+    shape = node.get_input_partial_shape(0)
+    if sizes is None or shape.rank.is_dynamic or any(shape[a].is_dynamic for a in axes):
+        return None
+    pairs = [(int(s), shape[a].get_length()) for s, a in zip(sizes.reshape(-1), axes)]
+    if all(out >= size for out, size in pairs):
+        return "up"
+    if all(out < size for out, size in pairs):
+        return "down"
+    return None
+
+
+@rule("Interpolate", versions=(1,), onnx="Resize (+ Pad)",
+      notes="as OpenVINO runs it (ConvertInterpolate1ToInterpolate4): sizes from output_shape; align_corners "
+            "or else asymmetric coordinates, except linear without pads on other than the NCHW axes {2, 3}, "
+            "which is half_pixel; nearest is nearest_mode simple: floor when every axis upscales, ceil "
+            "when every axis downscales",
+      refuses=("mode area: no ONNX equivalent", "linear on data of rank > 5",
+               "nearest with mixed or unknown up/downscaling (mode simple depends on it)",
+               "antialias when not provably upscaling"))
+def interpolate_1(ctx, node):
+    attributes = node.get_attributes()
+    mode = str(attributes["mode"]).lower()
+    rank = ctx.rank(node, 0)
+    if rank is None:
+        raise Unsupported("data needs a static rank")
+    axes = sorted(int(a) % rank for a in attributes["axes"])
+    pads_begin = [int(p) for p in attributes.get("pads_begin", [])]
+    pads_end = [int(p) for p in attributes.get("pads_end", [])]
+    no_pads = not any(pads_begin) and not any(pads_end)
+    if mode == "linear":
+        if rank > 5:
+            raise Unsupported("linear on data of rank > 5 (OpenVINO does not convert it)")
+        v4_mode = "linear_onnx" if rank < 5 else "linear"
+    elif mode in ("nearest", "cubic", "linear_onnx"):
+        v4_mode = mode
+    else:
+        raise Unsupported(f"mode={mode!r} has no ONNX Resize equivalent")
+    if attributes.get("align_corners", False):
+        coordinates = "align_corners"
+    elif v4_mode in ("linear", "linear_onnx") and no_pads and not (rank == 4 and axes == [2, 3]):
+        coordinates = "half_pixel"
+    else:
+        coordinates = "asymmetric"
+    nearest = "floor"
+    scaling = _v1_scaling(ctx, node, axes)
+    if v4_mode == "nearest":
+        if scaling is None:
+            raise Unsupported("nearest needs a constant output_shape that upscales every axis or downscales "
+                              "every axis (OpenVINO's nearest_mode simple depends on it)")
+        nearest = "floor" if scaling == "up" else "ceil"
+    antialias = bool(attributes.get("antialias", False)) and v4_mode != "nearest"
+    if antialias and scaling != "up":
+        raise Unsupported("antialias=true when not provably upscaling: OpenVINO's antialiasing differs from "
+                          "ONNX Resize's")
+    data = ctx.inp(node, 0)
+    if not no_pads:
+        begin, end = (pads_begin + [0] * rank)[:rank], (pads_end + [0] * rank)[:rank]
+        data = ctx.emit("Pad", [data, ctx.const(np.array(begin + end, np.int64), "pads")], mode="constant")
+    sizes = _known_length(ctx, node, 1, ctx.int64_vector(node, 1), axes)
+    ctx.emit("Resize", [data, "", "", sizes], [ctx.out(node)], mode=_MODES[v4_mode],
+             coordinate_transformation_mode=coordinates, nearest_mode=nearest, cubic_coeff_a=-0.75,
+             exclude_outside=0, axes=axes)
