@@ -466,3 +466,42 @@ def test_refused_with_reason(refusal):
     with pytest.raises(ConversionError, match="unsupported configuration") as error:
         import_ir(ov.Model(outputs, list(params.values()), case_id))
     assert reason in str(error.value)
+
+
+@pytest.mark.torch
+def test_torch_module_ir_converts_whole():
+    """An IR as openvino.convert_model writes it from PyTorch (SDPA causal / float mask / bool mask + scale,
+    F.interpolate bilinear / nearest / bicubic, topk, an index_copy KV cache (Broadcast-1 mode "none"),
+    reflect pad, roll, cumsum, pixel_shuffle) converts whole and matches OpenVINO CPU."""
+    torch = pytest.importorskip("torch")
+    import onnx_bridge
+    functional = torch.nn.functional
+
+    class Block(torch.nn.Module):
+        def forward(self, q, k, v, mask, img, cache, pos):
+            return (functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+                    functional.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                    functional.scaled_dot_product_attention(q, k, v, attn_mask=mask > 0, scale=0.2),
+                    functional.interpolate(img, scale_factor=2, mode="bilinear", align_corners=False),
+                    functional.interpolate(img, size=(7, 9), mode="nearest"),
+                    functional.interpolate(img, scale_factor=1.5, mode="bicubic", align_corners=True),
+                    *torch.topk(img.flatten(1), 5),
+                    cache.index_copy(2, pos, k[:, :, :2]),
+                    functional.pad(img, (1, 2, 0, 1), mode="reflect"),
+                    torch.roll(img, shifts=(1, -2), dims=(2, 3)),
+                    torch.cumsum(img, dim=3),
+                    functional.pixel_shuffle(img.repeat(1, 2, 1, 1), 2))
+
+    generator = torch.Generator().manual_seed(0)
+    args = (torch.randn(1, 2, 4, 8, generator=generator), torch.randn(1, 2, 6, 8, generator=generator),
+            torch.randn(1, 2, 6, 8, generator=generator), torch.randn(1, 1, 4, 6, generator=generator),
+            torch.randn(1, 4, 5, 6, generator=generator), torch.zeros(1, 2, 10, 8), torch.tensor([3, 7]))
+    model = ov.convert_model(Block(), example_input=args)
+    types = {node.get_type_name() for node in model.get_ordered_ops()}
+    assert {"ScaledDotProductAttention", "Interpolate", "TopK", "Broadcast", "Pad", "Roll", "CumSum"} <= types
+    feeds = {parameter.get_any_name(): value.numpy() for parameter, value in zip(model.inputs, args)}
+    got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)
+    want = _run_openvino(model, feeds)
+    for index, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert (a.dtype, a.shape) == (b.dtype, b.shape), index
+        np.testing.assert_allclose(a, b, **FLOAT, err_msg=f"output {index}")
