@@ -16,7 +16,7 @@ import pytest
 ov = pytest.importorskip("openvino")
 
 from openvino import (opset1, opset3, opset4, opset5, opset6, opset7, opset8, opset9, opset10, opset11,  # noqa: E402
-                      opset12, opset13)
+                      opset12, opset13, opset15)
 
 import onnxruntime  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
@@ -253,6 +253,9 @@ def _shape_cases():
              {"x": x, "i": ints(4, 6, 2, low=0, high=5)}),
         Case("scatter-nd-update", lambda p: [opset4.scatter_nd_update(p["x"], C([[1], [3]], np.int64), p["u"])],
              {"x": x, "u": floats(2, 6, 5)}),
+        Case("scatter-nd-update-15-sum", lambda p: [opset15.scatter_nd_update(p["x"], C([[1], [1]], np.int64), p["u"],
+                                                                               "sum")],
+             {"x": x, "u": floats(2, 6, 5)}, FLOAT),
         Case("non-zero", lambda p: [opset3.non_zero(p["x"], "i32"), opset3.non_zero(p["x"], "i64")],
              {"x": ints(3, 4, low=0, high=2)}),
         Case("range-1-int", lambda p: [opset1.range(p["a"], p["b"], C(3, np.int64))],
@@ -331,6 +334,8 @@ def _interpolate_cases():
         Case("interpolate-nearest-antialias", _interpolate("nearest", "scales", [0.5, 0.5], antialias=True),
              image, FLOAT),
         Case("interpolate-pads", _interpolate("linear_onnx", "sizes", [9, 12], pads=(0, 0, 1, 2)), image, FLOAT),
+        Case("interpolate-nearest-u8", _interpolate("nearest", "sizes", [9, 4]),
+             {"x": RNG.integers(0, 255, (1, 2, 5, 7)).astype(np.uint8)}),
         Case("interpolate-no-axes", _interpolate("nearest", "scales", [1.0, 1.0, 2.0, 0.5], axes=None), image),
         Case("interpolate-one-axis", _interpolate("cubic", "sizes", [11], axes=(3,)), image, FLOAT),
         *[Case(f"interpolate-4-{mode}-{calc}", _interpolate(mode, calc, _TARGETS[calc][2], version=4), image, FLOAT)
@@ -435,6 +440,8 @@ REFUSALS = [
      {"x": [1, 2, 5, 7], "a": ([1], "i64")}, "axes must be a Constant"),
     ("interpolate-1-nearest-mixed", _interpolate_1("nearest", [9, 3]), {"x": [1, 2, 5, 7]}, "nearest_mode simple"),
     ("interpolate-1-area", _interpolate_1("area", [9, 13]), {"x": [1, 2, 5, 7]}, "mode='area'"),
+    ("interpolate-linear-integer", _interpolate("linear_onnx", "sizes", [9, 13]), {"x": ([1, 2, 5, 7], "u8")},
+     "on integer data"),
     ("topk-sort-none", _topk(3, "max", "none"), {"x": [3, 4]}, "sort='none'"),
     ("roi-align-max", _roi_align(9, 2, 1.0, "asymmetric", "max"),
      {"x": [1, 3, 8, 8], "r": [2, 4], "b": ([2], "i32")}, "mode='max'"),

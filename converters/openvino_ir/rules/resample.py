@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnx import TensorProto
+
 from .._registry import Unsupported, rule
+from .._types import FLOAT_CODES
 
 #: OpenVINO mode -> ONNX Resize mode
 _MODES = {"nearest": "nearest", "linear": "linear", "linear_onnx": "linear", "cubic": "cubic"}
@@ -21,6 +24,7 @@ _REFUSES = (
     "modes bilinear_pillow / bicubic_pillow: Pillow's resampling has no ONNX equivalent",
     "nearest_mode simple: no ONNX equivalent",
     "a computed axes input: Resize takes axes as an attribute",
+    "integer data with linear or cubic modes: how the interpolated value is rounded is not specified alike",
 )
 
 
@@ -70,6 +74,8 @@ def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, ax
     nearest = str(attributes["nearest_mode"]).lower()
     if mode == "nearest" and nearest not in _NEAREST:
         raise Unsupported(f"nearest_mode={nearest!r} has no ONNX equivalent")
+    if mode != "nearest" and ctx.elem(node, 0) not in FLOAT_CODES:
+        raise Unsupported(f"mode={mode!r} on integer data (rounding of interpolated values differs)")
     axes = _axes(ctx, node, axes_index)
     by_sizes = str(attributes["shape_calculation_mode"]).lower() == "sizes"
     if attributes.get("antialias", False) and mode != "nearest" and not _upscaling(ctx, node, by_sizes, axes,
@@ -91,7 +97,10 @@ def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, ax
     if by_sizes:
         inputs = [data, "", "", _known_length(ctx, node, sizes_index, ctx.int64_vector(node, sizes_index), axes)]
     else:
-        inputs = [data, "", _known_length(ctx, node, scales_index, ctx.inp(node, scales_index), axes)]
+        scales = ctx.inp(node, scales_index)
+        if ctx.elem(node, scales_index) != TensorProto.FLOAT:  # Resize takes f32 scales
+            scales = ctx.emit("Cast", [scales], to=TensorProto.FLOAT)
+        inputs = [data, "", _known_length(ctx, node, scales_index, scales, axes)]
     ctx.emit("Resize", inputs, [ctx.out(node)], mode=_MODES[mode], coordinate_transformation_mode=coordinates,
              nearest_mode=nearest, cubic_coeff_a=float(attributes.get("cube_coeff", -0.75)),
              exclude_outside=0, **extra)  # antialias stays 0: it does nothing when upscaling
@@ -154,6 +163,8 @@ def interpolate_1(ctx, node):
         v4_mode = mode
     else:
         raise Unsupported(f"mode={mode!r} has no ONNX Resize equivalent")
+    if v4_mode != "nearest" and ctx.elem(node, 0) not in FLOAT_CODES:
+        raise Unsupported(f"mode={mode!r} on integer data (rounding of interpolated values differs)")
     if attributes.get("align_corners", False):
         coordinates = "align_corners"
     elif v4_mode in ("linear", "linear_onnx") and no_pads and not (rank == 4 and axes == [2, 3]):
