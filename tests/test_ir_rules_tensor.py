@@ -184,6 +184,15 @@ def _pad(version, begin, end, mode, value=None, computed=False):
     return build
 
 
+def _reverse(axes, mode):
+    def build(p):
+        from openvino.utils.node_factory import NodeFactory  # opset1.reverse has no Python builder
+        dtype = bool if mode == "mask" else np.int64
+        return [NodeFactory("opset1").create("Reverse", [p["x"].output(0), C(axes, dtype).output(0)],
+                                             {"mode": mode})]
+    return build
+
+
 def _layout_cases():
     x = floats(2, 3, 4, 5)
     cases = []
@@ -205,6 +214,9 @@ def _layout_cases():
         *[Case(f"shuffle-channels-{axis}-{group}",
                lambda p, a=axis, g=group: [opset3.shuffle_channels(p["x"], a, g)], {"x": floats(2, 6, 4, 3)},
                static=True) for axis, group in ((1, 2), (1, 3), (-3, 6), (3, 3), (2, 2))],
+        Case("reverse-index", _reverse([0, -1], "index"), {"x": x}),
+        Case("reverse-mask", _reverse([False, True, True, False], "mask"), {"x": x}),
+        Case("reverse-mask-none", _reverse([False] * 4, "mask"), {"x": x}),
         Case("roll-one-axis", lambda p: [opset7.roll(p["x"], C([2], np.int64), C([1], np.int64))], {"x": x}),
         Case("roll-negative-shift-and-axis", lambda p: [opset7.roll(p["x"], C([-7, 3], np.int32),
                                                                     C([-1, 0], np.int32))], {"x": x}),

@@ -147,3 +147,19 @@ def roll(ctx, node):
         head = ctx.emit("Slice", [data, ctx.const(np.array([0], np.int64), "start"), split, axis_const])
         data = ctx.emit("Concat", [tail, head], axis=axis)
     ctx.emit("Identity", [data], [ctx.out(node)])
+
+
+@rule("Reverse", versions=(1,), onnx="Slice (step -1 on the reversed axes)",
+      notes="mode index: the axes listed; mode mask: the axes whose flag is set",
+      refuses=("computed axes: Slice needs to know which axes",))
+def reverse(ctx, node):
+    value = constant_input(ctx, node, 1, "axes").reshape(-1)
+    if str(node.get_attributes().get("mode", "index")).lower() == "mask":
+        axes = [i for i, flag in enumerate(value.tolist()) if flag]
+    else:
+        axes = [int(a) for a in value]
+    if not axes:
+        ctx.emit("Identity", [ctx.inp(node, 0)], [ctx.out(node)])
+        return
+    ctx.emit("Identity", [_slice(ctx, ctx.inp(node, 0), [-1] * len(axes), [-INT64_MAX] * len(axes), axes,
+                                 [-1] * len(axes))], [ctx.out(node)])
