@@ -322,8 +322,8 @@ def _interpolate_1_cases():
             for sizes, axes, data in (([9, 13], (2, 3), image), ([3, 4], (2, 3), image), ([11], (3,), image),
                                       ([6, 10], (3, 4), volume))
             if not (mode == "cubic" and len(data["x"].shape) == 5)] + [
-        Case(f"interpolate-1-{mode}-pads", _interpolate_1(mode, [12], (3,), pads=(0, 0, 0, 1)), image, FLOAT, static=True)
-        for mode in ("linear", "nearest")]
+        Case(f"interpolate-1-{mode}-pads", _interpolate_1(mode, [12], (3,), pads=(0, 0, 0, 1)), image, FLOAT,
+             static=True) for mode in ("linear", "nearest")]
 
 
 def _interpolate_cases():

@@ -1,4 +1,4 @@
-"""Layout: Pad, DepthToSpace, SpaceToDepth, ShuffleChannels, Roll."""
+"""Layout: Pad, DepthToSpace, SpaceToDepth, ShuffleChannels, Roll, Reverse."""
 from __future__ import annotations
 
 import numpy as np

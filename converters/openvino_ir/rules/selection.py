@@ -1,4 +1,4 @@
-"""Selection: TopK, CumSum, ROIAlign.
+"""Selection: TopK, CumSum, ROIAlign, NonMaxSuppression.
 
 TopK: ONNX TopK returns values in value order, ties broken by the lower index (onnxruntime does this too);
 OpenVINO sort="index" orders the k selected elements by index instead, which a second TopK over the
