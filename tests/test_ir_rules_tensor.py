@@ -252,6 +252,8 @@ def _shape_cases():
              {"x": x}),
         Case("split", lambda p: [opset1.split(p["x"], C(-2, np.int64), 3)], {"x": x}),
         Case("tile", lambda p: [opset1.tile(p["x"], C([2, 1, 3], np.int64))], {"x": floats(3, 2)}),
+        *[Case(f"tile-computed-{len(r)}", lambda p: [opset1.tile(p["x"], p["r"])],
+               {"x": floats(3, 2), "r": np.array(r, np.int64)}, static=True) for r in ([2], [2, 3], [2, 1, 3])],
         Case("tile-short-repeats", lambda p: [opset1.tile(p["x"], C([2], np.int64))], {"x": floats(3, 2)}),
         Case("gather-negative-indices", lambda p: [opset8.gather(p["x"], C([-1, 0, -4, 2], np.int64),
                                                                  C(1, np.int64))], {"x": x}),
@@ -524,3 +526,12 @@ def test_torch_module_ir_converts_whole():
     for index, (a, b) in enumerate(zip(got, want, strict=True)):
         assert (a.dtype, a.shape) == (b.dtype, b.shape), index
         np.testing.assert_allclose(a, b, **FLOAT, err_msg=f"output {index}")
+
+
+def test_broadcast_1_explicit_is_recorded_as_none():
+    """The bug of issue 13: OpenVINO records Broadcast-1's explicit mode as mode="none"; it imports as explicit."""
+    x = P([3], name="x")
+    node = opset1.broadcast(x, C([2, 3, 4], np.int64), C([1], np.int64), "explicit")
+    assert node.get_attributes()["mode"] == "none"
+    check(Case("broadcast-none", lambda p: [opset1.broadcast(p["x"], C([2, 3, 4], np.int64), C([1], np.int64),
+                                                             "explicit")], {"x": floats(3)}))

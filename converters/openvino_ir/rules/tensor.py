@@ -156,18 +156,30 @@ def broadcast(ctx, node):
     ctx.emit("Expand", [aligned, shape], [ctx.out(node)])
 
 
-@rule("Tile", versions=(1,), onnx="Tile (+ Unsqueeze)",
-      notes="repeats shorter than the rank are padded with leading 1s; longer ones give data leading dims of 1",
-      refuses=("computed repeats: the rank alignment needs their length", "data of dynamic rank"))
+@rule("Tile", versions=(1,), onnx="Tile (+ Unsqueeze, Concat)",
+      notes="repeats shorter than the rank are padded with leading 1s; longer ones give data leading dims of 1; "
+            "computed repeats of static length are aligned the same way at run time",
+      refuses=("computed repeats of dynamic length: the rank alignment needs it", "data of dynamic rank"))
 def tile(ctx, node):
-    repeats = constant_input(ctx, node, 1, "repeats").reshape(-1).astype(np.int64)
     rank = static_rank(ctx, node)
     data = ctx.inp(node, 0)
-    if repeats.size < rank:  # missing leading repeats are 1
-        repeats = np.concatenate([np.ones(rank - repeats.size, np.int64), repeats])
-    elif repeats.size > rank:  # data gains leading dims of 1
-        data = ctx.emit("Unsqueeze", [data, ctx.const(np.arange(repeats.size - rank, dtype=np.int64), "axes")])
-    ctx.emit("Tile", [data, ctx.const(repeats, "repeats")], [ctx.out(node)])
+    constant = ctx.const_value(node, 1)
+    if constant is not None:
+        count = constant.size
+    else:
+        count = _length(ctx, node, 1)
+    if count > rank:  # data gains leading dims of 1
+        data = ctx.emit("Unsqueeze", [data, ctx.const(np.arange(count - rank, dtype=np.int64), "axes")])
+    if constant is not None:
+        repeats = constant.reshape(-1).astype(np.int64)
+        if count < rank:  # missing leading repeats are 1
+            repeats = np.concatenate([np.ones(rank - count, np.int64), repeats])
+        repeats = ctx.const(repeats, "repeats")
+    else:
+        repeats = ctx.int64_vector(node, 1)
+        if count < rank:
+            repeats = ctx.emit("Concat", [ctx.const(np.ones(rank - count, np.int64), "ones"), repeats], axis=0)
+    ctx.emit("Tile", [data, repeats], [ctx.out(node)])
 
 
 @rule("Range", versions=(1, 4))
