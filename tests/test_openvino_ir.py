@@ -368,15 +368,16 @@ def test_dialect_nodes_and_checker():
 def test_unsupported_ops_are_all_listed():
     x = P([-1, 4], "f32", "x")
     order = P([2], "i64", "order")
-    top = opset3.topk(x, C(2, np.int64), 1, "max", "value")
-    top_again = opset3.topk(top.output(0), C(1, np.int64), 1, "min", "value")
-    cumsum = opset3.cum_sum(x, C(0, np.int64))
+    buckets = opset3.bucketize(x, C([0.0, 1.0], np.float32))
+    buckets_again = opset3.bucketize(opset1.convert(buckets, "f32"), C([0.5], np.float32))
+    lengths = C([4, 4], np.int64)
+    reversed_rows = opset1.reverse_sequence(opset1.reshape(x, C([2, 4], np.int64), False), lengths, 0, 1)
     transposed = opset1.transpose(x, order)  # a rule exists, but ONNX needs a constant order
-    model = ov.Model([top_again.output(0), cumsum.output(0), transposed.output(0)], [x, order], "m")
+    model = ov.Model([buckets_again.output(0), reversed_rows.output(0), transposed.output(0)], [x, order], "m")
     with pytest.raises(ConversionError) as error:
         import_ir(model)
     message = str(error.value)
-    assert "2 unsupported OpenVINO op type(s) (3 node(s)): CumSum-3 (x1), TopK-3 (x2)" in message
+    assert "2 unsupported OpenVINO op type(s) (3 node(s)): Bucketize-3 (x2), ReverseSequence-1 (x1)" in message
     assert "Transpose-1" in message and "order (input 1) must be a Constant" in message
 
 
