@@ -5,6 +5,8 @@ counts) and every unsupported configuration at once.
 """
 from __future__ import annotations
 
+import sys
+import time
 from collections import Counter
 
 import numpy as np
@@ -29,33 +31,56 @@ def _unique(wanted: str, taken: set) -> str:
     return name
 
 
-class Context:
-    """What a rule sees: names of ONNX values, constant values, types and ranks, and node emission."""
+class _Shared:
+    """State of one import shared by the main graph and every body (names are unique model-wide, as
+    ONNX subgraphs see outer-scope values by name; all constants become initializers of the main graph)."""
 
     def __init__(self):
-        self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[TensorProto] = []
+        self.names: dict[tuple[str, int], str] = {}
+        self.taken: set[str] = set()
+        self.node_names: set[str] = set()
+        self.uses_dialect = False
+        self.missing: Counter = Counter()
+        self.problems: list[str] = []
+        self.visited = 0
+        self.progress = None  # callable(count) for long conversions
+
+
+class Context:
+    """What a rule sees: names of ONNX values, constant values, types and ranks, and node emission.
+
+    One Context per ONNX graph: the main graph, and one per If branch / Loop body (`body()`)."""
+
+    def __init__(self, shared: _Shared | None = None):
+        self.shared = shared or _Shared()
+        self.nodes: list[onnx.NodeProto] = []
         self.inputs: dict[str, onnx.ValueInfoProto] = {}   # OV node name -> graph input
         self.outputs: dict[str, str] = {}                  # OV Result name -> value it outputs
-        self.uses_dialect = False
         self.node = None  # the OpenVINO node being converted
-        self._names: dict[tuple[str, int], str] = {}
-        self._taken: set[str] = set()
-        self._node_names: set[str] = set()
         self._emitted = 0  # nodes emitted for the current OpenVINO node
+
+    @property
+    def initializers(self) -> list[TensorProto]:
+        return self.shared.initializers
+
+    @property
+    def uses_dialect(self) -> bool:
+        return self.shared.uses_dialect
 
     def begin(self, node) -> None:
         self.node, self._emitted = node, 0
 
     # -- names -------------------------------------------------------------------------------------
     def unique(self, wanted: str) -> str:
-        return _unique(wanted, self._taken)
+        return _unique(wanted, self.shared.taken)
 
     def value(self, output) -> str:
         """ONNX name of an OpenVINO output (a tensor name of it when it has one)."""
         node = output.get_node()
         key = (node.get_name(), output.get_index())
-        if key not in self._names:
+        names_of = self.shared.names
+        if key not in names_of:
             names = sorted(output.get_names())
             if names:
                 wanted = names[0]
@@ -63,8 +88,8 @@ class Context:
                 wanted = node.get_friendly_name()
                 if node.get_output_size() > 1:
                     wanted += f":{output.get_index()}"
-            self._names[key] = self.unique(wanted)
-        return self._names[key]
+            names_of[key] = self.unique(wanted)
+        return names_of[key]
 
     def inp(self, node, index: int) -> str:
         return self.value(node.input_value(index))
@@ -80,12 +105,12 @@ class Context:
         """Add one ONNX node; `outputs` defaults to one fresh name. Returns the first output's name."""
         outputs = list(outputs) if outputs is not None else [self.temp(op_type.lower())]
         base = self.node.get_friendly_name() if self.node is not None else "graph"
-        name = _unique(base if self._emitted == 0 else f"{base}/{op_type}", self._node_names)
+        name = _unique(base if self._emitted == 0 else f"{base}/{op_type}", self.shared.node_names)
         self._emitted += 1
         self.nodes.append(helper.make_node(op_type, list(inputs), outputs, name=name, domain=domain,
                                            **attributes))
         if domain == DOMAIN:
-            self.uses_dialect = True
+            self.shared.uses_dialect = True
         return outputs[0]
 
     def const(self, array, hint: str = "const", name: str | None = None) -> str:
@@ -96,6 +121,61 @@ class Context:
         name = name or self.temp(hint)
         self.initializers.append(tensor_proto(array, name, code))
         return name
+
+    # -- graphs and bodies --------------------------------------------------------------------------
+    def walk(self, ov_model, *, body: bool = False) -> None:
+        """Convert every op of `ov_model` into this graph. In a body, Parameters must be bound first
+        (`bind`); problems and unsupported ops are collected in the shared state (one error at the end)."""
+        shared = self.shared
+        outer = self.node
+        for node in ov_model.get_ordered_ops():
+            shared.visited += 1
+            if shared.progress is not None:
+                shared.progress.tick(shared.visited)
+            if body and node.get_type_name() == "Parameter":
+                if (node.get_name(), 0) not in shared.names:
+                    shared.problems.append(f"{op_label(outer)} {outer.get_friendly_name()!r}: body parameter "
+                                           f"{node.get_friendly_name()!r} is not connected")
+                continue
+            handler = find(node)
+            if handler is None:
+                shared.missing[op_label(node)] += 1
+                continue
+            self.begin(node)
+            try:
+                for index in range(node.get_output_size()):
+                    self.out_elem(node, index)
+                handler(self, node)
+            except Unsupported as reason:
+                shared.problems.append(f"{op_label(node)} {node.get_friendly_name()!r}: {reason}")
+        self.begin(outer)
+
+    def body(self) -> "Context":
+        """A Context for a subgraph of the current node (If branch, Loop body)."""
+        sub = Context(self.shared)
+        sub.begin(self.node)
+        return sub
+
+    def bind(self, output, name: str) -> None:
+        """Make OpenVINO output `output` (a body Parameter's) the existing ONNX value `name`."""
+        self.shared.names[(output.get_node().get_name(), output.get_index())] = name
+
+    def graph_input(self, hint: str, code: int, dims=None) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(self.unique(hint), code, dims)
+
+    def make_graph(self, name: str, inputs, results) -> onnx.GraphProto:
+        """This context's nodes as a subgraph; `results` are (ONNX value, OpenVINO output) pairs, each
+        output through its own Identity (a subgraph output must be a fresh value of that subgraph)."""
+        outputs = []
+        for value, ov_output in results:
+            fresh = self.emit("Identity", [value], [self.unique(f"{value}_out")])
+            outputs.append(value_info(fresh, _checked_type(ov_output.get_element_type(), "body output"),
+                                      ov_output.get_partial_shape()))
+        return helper.make_graph(self.nodes, self.unique(name), list(inputs), outputs)
+
+    def result_values(self, ov_body) -> list[tuple[str, object]]:
+        """(ONNX value, OpenVINO output) of each Result of a walked body, in the body's order."""
+        return [(self.outputs.get(r.get_name(), ""), r.input_value(0)) for r in ov_body.get_results()]
 
     # -- facts about the OpenVINO node -------------------------------------------------------------
     def const_value(self, node, index: int) -> np.ndarray | None:
@@ -147,30 +227,37 @@ def _checked_type(ov_type, where: str) -> int:
     return code
 
 
-def import_model(ov_model, *, source: str = "model", doc: str | None = None) -> onnx.ModelProto:
-    """ONNX of an openvino.Model; `source` names it in errors, `doc` is the model's doc_string."""
+def _referenced(graph: onnx.GraphProto, into: set) -> set:
+    """Every value name a node of `graph` or of its subgraphs reads, plus the graph outputs."""
+    for node in graph.node:
+        into.update(node.input)
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                _referenced(attribute.g, into)
+            for sub in attribute.graphs:
+                _referenced(sub, into)
+    into.update(o.name for o in graph.output)
+    return into
+
+
+def import_model(ov_model, *, source: str = "model", doc: str | None = None,
+                 progress: bool | None = None) -> onnx.ModelProto:
+    """ONNX of an openvino.Model; `source` names it in errors, `doc` is the model's doc_string.
+
+    progress: a line on stderr now and then for long conversions (None: when stderr is a terminal or the
+    conversion takes longer than PROGRESS_AFTER seconds)."""
     ctx = Context()
-    missing: Counter = Counter()
-    problems: list[str] = []
-    for node in ov_model.get_ordered_ops():
-        handler = find(node)
-        if handler is None:
-            missing[op_label(node)] += 1
-            continue
-        ctx.begin(node)
-        try:
-            for index in range(node.get_output_size()):
-                ctx.out_elem(node, index)
-            handler(ctx, node)
-        except Unsupported as reason:
-            problems.append(f"{op_label(node)} {node.get_friendly_name()!r}: {reason}")
-    if missing or problems:
+    ctx.shared.progress = _Progress(source, progress)
+    ctx.walk(ov_model)
+    ctx.shared.progress.done()
+    shared = ctx.shared
+    if shared.missing or shared.problems:
         lines = [f"cannot import {source} into ONNX"]
-        if missing:
-            total = sum(missing.values())
-            listed = ", ".join(f"{label} (x{count})" for label, count in sorted(missing.items()))
-            lines.append(f"{len(missing)} unsupported OpenVINO op type(s) ({total} node(s)): {listed}")
-        lines += [f"unsupported configuration: {problem}" for problem in problems]
+        if shared.missing:
+            total = sum(shared.missing.values())
+            listed = ", ".join(f"{label} (x{count})" for label, count in sorted(shared.missing.items()))
+            lines.append(f"{len(shared.missing)} unsupported OpenVINO op type(s) ({total} node(s)): {listed}")
+        lines += [f"unsupported configuration: {problem}" for problem in shared.problems]
         lines.append("supported ops: converters.openvino_ir.supported_ops() / docs/openvino_ir.md")
         raise ConversionError("\n  ".join(lines))
 
@@ -185,11 +272,10 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None) -> 
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
+    graph = helper.make_graph(ctx.nodes, ov_model.get_friendly_name() or "openvino_model", inputs, outputs)
     # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed.
-    referenced = {name for node in ctx.nodes for name in node.input} | {o.name for o in outputs}
-    initializers = [t for t in ctx.initializers if t.name in referenced]
-    graph = helper.make_graph(ctx.nodes, ov_model.get_friendly_name() or "openvino_model", inputs, outputs,
-                              initializer=initializers)
+    referenced = _referenced(graph, set())
+    graph.initializer.extend(t for t in ctx.initializers if t.name in referenced)
     opsets = [helper.make_opsetid("", TARGET_OPSET)]
     if ctx.uses_dialect:
         opsets.append(helper.make_opsetid(DOMAIN, DIALECT_OPSET))
@@ -197,3 +283,28 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None) -> 
                               producer_name="onnx-bridge", doc_string=doc or f"imported from {source}")
     return model
 
+
+#: Seconds after which a conversion reports progress on stderr.
+PROGRESS_AFTER = 2.0
+
+
+class _Progress:
+    """'importing NAME: k ops' on stderr, at most twice a second, once the conversion is slow."""
+
+    def __init__(self, source: str, enabled: bool | None):
+        self.source, self.enabled = source, enabled
+        self.start = self.last = time.monotonic()
+        self.shown = False
+
+    def tick(self, count: int) -> None:
+        if self.enabled is False or count % 64:
+            return
+        now = time.monotonic()
+        if (self.enabled or now - self.start > PROGRESS_AFTER) and now - self.last > 0.5:
+            self.last, self.shown = now, True
+            print(f"\rimporting {self.source}: {count} ops, {now - self.start:.1f} s", end="",
+                  file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            print(file=sys.stderr, flush=True)

@@ -1,2 +1,2 @@
 """Import rules, grouped by kind of op. Importing this package registers them all."""
-from . import dialect, elementwise, io, nn, reduce, tensor  # noqa: F401
+from . import control_flow, dialect, elementwise, io, nn, quantization, reduce, tensor  # noqa: F401

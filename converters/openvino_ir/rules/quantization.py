@@ -1,0 +1,1 @@
+"""Quantization: FakeQuantize-1 (placeholder, filled below)."""
