@@ -19,7 +19,7 @@ from custom_ops.errors import ConversionError
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
-from ._types import constant_array, onnx_type, tensor_proto, value_info
+from ._types import carried_type, constant_array, onnx_type, tensor_proto, value_info
 
 
 def _unique(wanted: str, taken: set) -> str:
@@ -144,7 +144,8 @@ class Context:
             self.begin(node)
             try:
                 for index in range(node.get_output_size()):
-                    self.out_elem(node, index)
+                    if not (node.get_type_name() == "Constant" and carried_type(node.get_output_element_type(0))):
+                        self.out_elem(node, index)
                 handler(self, node)
             except Unsupported as reason:
                 shared.problems.append(f"{op_label(node)} {node.get_friendly_name()!r}: {reason}")
@@ -227,6 +228,20 @@ def _checked_type(ov_type, where: str) -> int:
     return code
 
 
+def _live(nodes, needed: set) -> list:
+    """The nodes that contribute to `needed` (rules may leave dead nodes behind, e.g. f16 decompression
+    subgraphs re-emitted in f32)."""
+    kept = []
+    for node in reversed(nodes):
+        if any(name in needed for name in node.output):
+            kept.append(node)
+            needed.update(node.input)
+            for attribute in node.attribute:
+                for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else attribute.graphs):
+                    _referenced(sub, needed)
+    return kept[::-1]
+
+
 def _referenced(graph: onnx.GraphProto, into: set) -> set:
     """Every value name a node of `graph` or of its subgraphs reads, plus the graph outputs."""
     for node in graph.node:
@@ -272,7 +287,8 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
-    graph = helper.make_graph(ctx.nodes, ov_model.get_friendly_name() or "openvino_model", inputs, outputs)
+    graph = helper.make_graph(_live(ctx.nodes, {o.name for o in outputs}),
+                              ov_model.get_friendly_name() or "openvino_model", inputs, outputs)
     # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed.
     referenced = _referenced(graph, set())
     graph.initializer.extend(t for t in ctx.initializers if t.name in referenced)

@@ -1,8 +1,9 @@
 """Graph boundary and type conversion: Parameter, Constant, Result, Convert, ConvertLike."""
 from __future__ import annotations
 
-from .._registry import rule
-from .._types import constant_array, value_info
+from .._registry import Unsupported, rule
+from .._types import carried_type, constant_array, value_info
+from .quantization import decompressed_in_f32
 
 
 @rule("Parameter", versions=(1,))
@@ -15,6 +16,12 @@ def parameter(ctx, node):
 
 @rule("Constant", versions=(1,))
 def constant(ctx, node):
+    if carried_type(node.get_output_element_type(0)) is not None:
+        # u4/i4 are carried unpacked in uint8/int8: exact for a Convert, not for arithmetic in 4 bits
+        readers = {target.get_node().get_type_name() for target in node.output(0).get_target_inputs()}
+        if readers - {"Convert"}:
+            raise Unsupported(f"a {node.get_output_element_type(0).get_type_name()} constant read by "
+                              f"{', '.join(sorted(readers - {'Convert'}))} (only Convert)")
     ctx.const(constant_array(node), name=ctx.out(node))
 
 
@@ -27,6 +34,8 @@ def result(ctx, node):
 def convert(ctx, node):
     # Float -> integer truncates toward zero in both; out-of-range values saturate in OpenVINO's CPU
     # plugin but are undefined in ONNX Cast (see docs/openvino_ir.md).
+    if decompressed_in_f32(ctx, node):  # compressed weights: see rules/quantization.py
+        return
     ctx.emit("Cast", [ctx.inp(node, 0)], [ctx.out(node)], to=ctx.out_elem(node))
 
 
