@@ -6,7 +6,9 @@ from .._types import carried_type, constant_array, value_info
 from .quantization import decompressed_in_f32
 
 
-@rule("Parameter", versions=(1,))
+@rule("Parameter", versions=(1,),
+      onnx="graph input",
+      notes="dynamic dims become symbols <input>_<axis>")
 def parameter(ctx, node):
     name = ctx.out(node)
     # Dynamic dims become symbols named <input>_<axis>: OpenVINO IR does not record which are equal.
@@ -14,7 +16,10 @@ def parameter(ctx, node):
                                               dim_prefix=name)
 
 
-@rule("Constant", versions=(1,))
+@rule("Constant", versions=(1,),
+      onnx="initializer",
+      notes="raw bytes, bit-exact (bf16 too); u4/i4 unpacked to uint8/int8",
+      refuses=("u4/i4 read by anything but Convert: the 4-bit range is not carried",))
 def constant(ctx, node):
     if carried_type(node.get_output_element_type(0)) is not None:
         # u4/i4 are carried unpacked in uint8/int8: exact for a Convert, not for arithmetic in 4 bits
@@ -25,12 +30,17 @@ def constant(ctx, node):
     ctx.const(constant_array(node), name=ctx.out(node))
 
 
-@rule("Result", versions=(1,))
+@rule("Result", versions=(1,),
+      onnx="graph output",
+      notes="an Identity when it repeats a value already output, a graph input or a constant")
 def result(ctx, node):
     ctx.outputs[node.get_name()] = ctx.inp(node, 0)
 
 
-@rule("Convert", versions=(1,))
+@rule("Convert", versions=(1,),
+      onnx="Cast",
+      notes="float -> integer truncates in both; out-of-range values: the CPU plugin saturates, ONNX Cast is "
+            "undefined; constant weight decompression (f16 -> f32) computed in f32")
 def convert(ctx, node):
     # Float -> integer truncates toward zero in both; out-of-range values saturate in OpenVINO's CPU
     # plugin but are undefined in ONNX Cast (see docs/openvino_ir.md).
@@ -39,6 +49,8 @@ def convert(ctx, node):
     ctx.emit("Cast", [ctx.inp(node, 0)], [ctx.out(node)], to=ctx.out_elem(node))
 
 
-@rule("ConvertLike", versions=(1,))
+@rule("ConvertLike", versions=(1,),
+      onnx="CastLike",
+      notes="as Convert")
 def convert_like(ctx, node):
     ctx.emit("CastLike", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)])

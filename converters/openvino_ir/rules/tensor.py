@@ -36,7 +36,9 @@ def static_rank(ctx, node, index: int = 0) -> int:
     return rank
 
 
-@rule("Reshape", versions=(1,))
+@rule("Reshape", versions=(1,),
+      onnx="Reshape",
+      notes="special_zero true -> allowzero 0, false -> allowzero 1")
 def reshape(ctx, node):
     # special_zero=true: 0 copies the input dim (ONNX allowzero=0); false: 0 is a literal 0 (allowzero=1).
     special_zero = bool(node.get_attributes().get("special_zero", False))
@@ -44,7 +46,10 @@ def reshape(ctx, node):
              allowzero=0 if special_zero else 1)
 
 
-@rule("Transpose", versions=(1,))
+@rule("Transpose", versions=(1,),
+      onnx="Transpose",
+      notes="empty order reverses the dims",
+      refuses=("order not a Constant", "empty order on data of dynamic rank"))
 def transpose(ctx, node):
     order = constant_input(ctx, node, 1, "order").reshape(-1).astype(np.int64)
     if order.size == 0:  # empty order reverses the dims
@@ -52,13 +57,17 @@ def transpose(ctx, node):
     ctx.emit("Transpose", [ctx.inp(node, 0)], [ctx.out(node)], perm=[int(i) for i in order])
 
 
-@rule("Concat", versions=(1,))
+@rule("Concat", versions=(1,),
+      onnx="Concat")
 def concat(ctx, node):
     ctx.emit("Concat", [ctx.inp(node, i) for i in range(node.get_input_size())], [ctx.out(node)],
              axis=int(node.get_attributes()["axis"]))
 
 
-@rule("Gather", versions=(1, 7, 8))
+@rule("Gather", versions=(1, 7, 8),
+      onnx="Gather; GatherND when batch_dims = axis > 0",
+      notes="Gather-8 out-of-range indices: OpenVINO returns 0, onnxruntime raises",
+      refuses=("axis not a Constant", "batch_dims other than 0 or axis"))
 def gather(ctx, node):
     # Gather-8 returns 0 for out-of-range indices where ONNX raises; valid indices agree (negative too).
     axis = scalar_axis(ctx, node, 2)
@@ -82,13 +91,16 @@ def gather(ctx, node):
     ctx.emit("GatherND", [ctx.inp(node, 0), tuples], [ctx.out(node)], batch_dims=batch_dims)
 
 
-@rule("GatherElements", versions=(6,))
+@rule("GatherElements", versions=(6,),
+      onnx="GatherElements")
 def gather_elements(ctx, node):
     ctx.emit("GatherElements", [ctx.inp(node, 0), ctx.int64_or_int32(node, 1)], [ctx.out(node)],
              axis=int(node.get_attributes()["axis"]))
 
 
-@rule("GatherND", versions=(5, 8))
+@rule("GatherND", versions=(5, 8),
+      onnx="GatherND",
+      refuses=("GatherND-5 with batch_dims > 0 (it folds the batch dims)",))
 def gather_nd(ctx, node):
     batch_dims = int(node.get_attributes().get("batch_dims", 0))
     version = int(node.get_type_info().version_id[len("opset"):])
@@ -97,7 +109,8 @@ def gather_nd(ctx, node):
     ctx.emit("GatherND", [ctx.inp(node, 0), ctx.int64(node, 1)], [ctx.out(node)], batch_dims=batch_dims)
 
 
-@rule("ShapeOf", versions=(1, 3))
+@rule("ShapeOf", versions=(1, 3),
+      onnx="Shape (+ Cast to i32)")
 def shape_of(ctx, node):
     code = ctx.out_elem(node)
     if code == TensorProto.INT64:
@@ -106,7 +119,10 @@ def shape_of(ctx, node):
         ctx.emit("Cast", [ctx.emit("Shape", [ctx.inp(node, 0)])], [ctx.out(node)], to=code)
 
 
-@rule("Squeeze", versions=(1, 15))
+@rule("Squeeze", versions=(1, 15),
+      onnx="Squeeze",
+      notes="scalar axes become 1-D",
+      refuses=("allow_axis_skip=true",))
 def squeeze(ctx, node):
     if node.get_attributes().get("allow_axis_skip", False):
         raise Unsupported("allow_axis_skip=true")
@@ -114,12 +130,16 @@ def squeeze(ctx, node):
     ctx.emit("Squeeze", inputs, [ctx.out(node)])
 
 
-@rule("Unsqueeze", versions=(1,))
+@rule("Unsqueeze", versions=(1,),
+      onnx="Unsqueeze",
+      notes="scalar axes become 1-D")
 def unsqueeze(ctx, node):
     ctx.emit("Unsqueeze", [ctx.inp(node, 0), ctx.int64_vector(node, 1)], [ctx.out(node)])
 
 
-@rule("Broadcast", versions=(1, 3))
+@rule("Broadcast", versions=(1, 3),
+      onnx="Expand (numpy, bidirectional); Unsqueeze + Expand (explicit)",
+      refuses=("explicit with axes_mapping not a Constant or a target shape of dynamic length",))
 def broadcast(ctx, node):
     mode = str(node.get_attributes().get("mode", "numpy")).lower()
     data, shape = ctx.inp(node, 0), ctx.int64(node, 1)
@@ -138,7 +158,10 @@ def broadcast(ctx, node):
     ctx.emit("Expand", [aligned, shape], [ctx.out(node)])
 
 
-@rule("Tile", versions=(1,))
+@rule("Tile", versions=(1,),
+      onnx="Tile",
+      notes="repeats padded, or data unsqueezed, to the same length",
+      refuses=("repeats not a Constant", "data of dynamic rank"))
 def tile(ctx, node):
     repeats = constant_input(ctx, node, 1, "repeats").reshape(-1).astype(np.int64)
     rank = static_rank(ctx, node)
@@ -150,7 +173,9 @@ def tile(ctx, node):
     ctx.emit("Tile", [data, ctx.const(repeats, "repeats")], [ctx.out(node)])
 
 
-@rule("Range", versions=(1, 4))
+@rule("Range", versions=(1, 4),
+      onnx="Range (inputs cast to the output type)",
+      refuses=("floating-point bounds with an integer output type",))
 def range_(ctx, node):
     code = ctx.out_elem(node)
     if code not in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT16, TensorProto.INT32,
@@ -167,7 +192,8 @@ def range_(ctx, node):
     ctx.emit("Range", inputs, [ctx.out(node)])
 
 
-@rule("Slice", versions=(8,))
+@rule("Slice", versions=(8,),
+      onnx="Slice")
 def slice_(ctx, node):
     starts, stops, steps = (ctx.int64(node, i) for i in (1, 2, 3))
     if node.get_input_size() > 4:
@@ -189,7 +215,9 @@ def _mask(attributes, name: str, length: int) -> list[int]:
     return (bits + [0] * length)[:length]
 
 
-@rule("StridedSlice", versions=(1,))
+@rule("StridedSlice", versions=(1,),
+      onnx="Slice (+ Squeeze for shrink_axis_mask)",
+      refuses=("begin/end/stride not Constants", "new_axis_mask, ellipsis_mask"))
 def strided_slice(ctx, node):
     attributes = node.get_attributes()
     begin = constant_input(ctx, node, 1, "begin").reshape(-1).astype(np.int64)
@@ -222,14 +250,19 @@ def strided_slice(ctx, node):
         ctx.emit("Squeeze", [sliced, ctx.const(squeeze_axes, "axes")], [ctx.out(node)])
 
 
-@rule("Split", versions=(1,))
+@rule("Split", versions=(1,),
+      onnx="Split",
+      refuses=("axis not a Constant",))
 def split(ctx, node):
     outputs = [ctx.out(node, i) for i in range(node.get_output_size())]
     ctx.emit("Split", [ctx.inp(node, 0)], outputs, axis=scalar_axis(ctx, node, 1),
              num_outputs=int(node.get_attributes()["num_splits"]))
 
 
-@rule("VariadicSplit", versions=(1,))
+@rule("VariadicSplit", versions=(1,),
+      onnx="Split",
+      notes="a -1 length needs a static dim",
+      refuses=("axis or split_lengths not Constants",))
 def variadic_split(ctx, node):
     axis = scalar_axis(ctx, node, 1)
     lengths = constant_input(ctx, node, 2, "split_lengths").reshape(-1).astype(np.int64)
@@ -243,7 +276,8 @@ def variadic_split(ctx, node):
     ctx.emit("Split", [ctx.inp(node, 0), ctx.const(lengths, "split")], outputs, axis=axis)
 
 
-@rule("NonZero", versions=(3,))
+@rule("NonZero", versions=(3,),
+      onnx="NonZero (+ Cast to i32)")
 def non_zero(ctx, node):
     code = ctx.out_elem(node)
     if code == TensorProto.INT64:
@@ -255,7 +289,10 @@ def non_zero(ctx, node):
 _ND_REDUCTIONS = {"none": "none", "sum": "add", "prod": "mul", "min": "min", "max": "max"}
 
 
-@rule("ScatterNDUpdate", versions=(4, 15))  # ScatterNDUpdate-3 is recorded as opset4
+@rule("ScatterNDUpdate", versions=(4, 15),
+      onnx="ScatterND",
+      notes="ScatterNDUpdate-3 is recorded as opset4; reductions none/sum/prod/min/max",
+      refuses=("reduction sub",))  # ScatterNDUpdate-3 is recorded as opset4
 def scatter_nd_update(ctx, node):
     reduction = str(node.get_attributes().get("reduction", "none")).lower()
     if reduction not in _ND_REDUCTIONS:
