@@ -19,7 +19,7 @@ from custom_ops.errors import ConversionError
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
-from ._types import carried_type, constant_array, onnx_type, tensor_proto, value_info
+from ._types import carried_type, constant_array, fill_tensor, onnx_type, value_info
 
 
 def _unique(wanted: str, taken: set) -> str:
@@ -36,7 +36,9 @@ class _Shared:
     ONNX subgraphs see outer-scope values by name; all constants become initializers of the main graph)."""
 
     def __init__(self):
-        self.initializers: list[TensorProto] = []
+        #: (name, ONNX type, array) of every constant; written into the model's initializers at the end, only
+        #: those referenced, straight into the ModelProto (large arrays are views of OpenVINO's weights)
+        self.initializers: list[tuple[str, int, np.ndarray]] = []
         self.names: dict[tuple[str, int], str] = {}
         self.taken: set[str] = set()
         self.node_names: set[str] = set()
@@ -61,7 +63,7 @@ class Context:
         self._emitted = 0  # nodes emitted for the current OpenVINO node
 
     @property
-    def initializers(self) -> list[TensorProto]:
+    def initializers(self) -> list[tuple[str, int, np.ndarray]]:
         return self.shared.initializers
 
     @property
@@ -119,7 +121,7 @@ class Context:
         if code is None:
             raise Unsupported(f"constant of element type {array.dtype} has no ONNX equivalent")
         name = name or self.temp(hint)
-        self.initializers.append(tensor_proto(array, name, code))
+        self.initializers.append((name, code, array))
         return name
 
     # -- graphs and bodies --------------------------------------------------------------------------
@@ -278,7 +280,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
 
     ctx.begin(None)
     inputs = [ctx.inputs[p.get_name()] for p in ov_model.get_parameters()]
-    outputs, used = [], {i.name for i in inputs} | {t.name for t in ctx.initializers}
+    outputs, used = [], {i.name for i in inputs} | {name for name, _, _ in ctx.initializers}
     for result in ov_model.get_results():
         value = ctx.outputs[result.get_name()]
         source_output = result.input_value(0)
@@ -289,14 +291,17 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
     graph = helper.make_graph(_live(ctx.nodes, {o.name for o in outputs}),
                               ov_model.get_friendly_name() or "openvino_model", inputs, outputs)
-    # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed.
-    referenced = _referenced(graph, set())
-    graph.initializer.extend(t for t in ctx.initializers if t.name in referenced)
     opsets = [helper.make_opsetid("", TARGET_OPSET)]
     if ctx.uses_dialect:
         opsets.append(helper.make_opsetid(DOMAIN, DIALECT_OPSET))
     model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION,
                               producer_name="onnx-bridge", doc_string=doc or f"imported from {source}")
+    # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed. The others
+    # are written into the model itself (make_model copies its graph: adding them before would copy them).
+    referenced = _referenced(model.graph, set())
+    for name, code, array in ctx.initializers:
+        if name in referenced:
+            fill_tensor(model.graph.initializer.add(), array, name, code)
     return model
 
 

@@ -54,15 +54,24 @@ def numpy_type(code: int) -> np.dtype:
     return ONNX_TO_NUMPY[code]
 
 
+#: Constants at least this large are read as read-only views of OpenVINO's memory (smaller ones are copied).
+VIEW_BYTES = 1 << 20
+
+
 def constant_array(constant) -> np.ndarray:
-    """The value of an OpenVINO Constant node as a numpy array of the matching dtype.
+    """The value of an OpenVINO Constant node as a numpy array of the matching dtype (read-only when large).
 
     Constant.get_data() hands bf16 back as raw bits typed float16; reinterpret them as bfloat16.
     """
     type_name = constant.get_element_type().get_type_name()
     if type_name in CARRIED:
         return unpack_nibbles(constant.get_data(), type_name == "i4", constant.get_output_shape(0))
-    data = np.array(constant.get_data(), copy=True)
+    data = np.asarray(constant.get_data())
+    if data.nbytes < VIEW_BYTES:
+        data = data.copy()
+    else:  # a read-only view of OpenVINO's (often memory-mapped) weights: no copy of large constants
+        data = data.view()
+        data.flags.writeable = False
     if type_name == "bf16":
         data = data.view(np.uint16).view(BFLOAT16)
     return data.reshape(tuple(constant.get_output_shape(0)))
@@ -70,8 +79,14 @@ def constant_array(constant) -> np.ndarray:
 
 def tensor_proto(array: np.ndarray, name: str, code: int) -> TensorProto:
     """A TensorProto holding `array` as little-endian raw bytes (works for bool, f16 and bf16 too)."""
+    return fill_tensor(TensorProto(), array, name, code)
+
+
+def fill_tensor(tensor: TensorProto, array: np.ndarray, name: str, code: int) -> TensorProto:
+    """Fill `tensor` (e.g. a new entry of graph.initializer, so the bytes are not copied twice) in place."""
     array = np.asarray(array, dtype=numpy_type(code))  # (ascontiguousarray would make 0-D 1-D)
-    tensor = TensorProto(name=name, data_type=code, dims=array.shape)
+    tensor.name, tensor.data_type = name, code
+    tensor.dims.extend(array.shape)
     tensor.raw_data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     return tensor
 
