@@ -63,6 +63,18 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+def _initializer_bytes(model: onnx.ModelProto) -> int:
+    """Size of the initializers' data from their dims (reading raw_data or ByteSize() would copy it)."""
+    total = 0
+    for tensor in model.graph.initializer:
+        count = 1
+        for dim in tensor.dims:
+            count *= dim
+        total += count * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize \
+            if tensor.data_type != onnx.TensorProto.STRING else 0
+    return total
+
+
 def _copy_fields(source, target, skip: str) -> None:
     for field, value in source.ListFields():
         if field.name == skip:
@@ -104,7 +116,7 @@ def save_model(model: onnx.ModelProto, path, *, external_data: bool = False) -> 
     os.umask(umask)
     try:
         os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
-        if not external_data and sum(len(t.raw_data) for t in model.graph.initializer) > STREAM_BYTES:
+        if not external_data and _initializer_bytes(model) > STREAM_BYTES:
             _write_streamed(model, temporary)
         else:
             onnx.save(model, temporary, save_as_external_data=external_data)
