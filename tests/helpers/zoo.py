@@ -55,8 +55,9 @@ def _torch_model(module, example, names):
     import torch
 
     module.eval()
-    with torch.no_grad():
-        model = ov.convert_model(module, example_input=example)
+    with torch.no_grad():  # traced here without convert_model's trace check (re-runs the model: seconds)
+        traced = torch.jit.trace(module, example, check_trace=False, strict=False)
+        model = ov.convert_model(traced, example_input=example)
     for port, name in zip(model.inputs, names):
         port.get_tensor().set_names({name})
     feeds = {name: t.numpy() for name, t in zip(names, example)}
@@ -247,6 +248,29 @@ def nncf_int4_weights():
                                  all_layers=True), feeds
 
 
+def torch_script_if_loop():
+    """Data-dependent Python control flow kept by torch.jit.script: convert_model writes If and Loop."""
+    import openvino as ov
+    import torch
+
+    _seeded()
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                y = torch.sigmoid(x) * 2
+            else:
+                y = x - 1
+            for i in range(int(x.shape[0])):
+                y = y * 0.5 + i
+            return y
+
+    example = torch.randn(3, 4)
+    model = ov.convert_model(torch.jit.script(Net()), example_input=(example,))
+    model.inputs[0].get_tensor().set_names({"x"})
+    return model, {"x": example.numpy()}
+
+
 def if_loop():
     """If on a data-dependent condition and a Loop with a data-dependent exit, built with openvino's opset API
     (torch.export-based conversion specialises data-dependent Python control flow away)."""
@@ -292,6 +316,7 @@ ZOO: dict[str, tuple[Callable, str]] = {
     "pyg_sageconv_max": (pyg_sage, "torch_geometric"),
     "nncf_int8_cnn": (nncf_int8_cnn, "nncf"),
     "nncf_int4_weights": (nncf_int4_weights, "nncf"),
+    "torch_script_if_loop": (torch_script_if_loop, "torch"),
     "if_loop": (if_loop, "openvino"),
 }
 
