@@ -46,3 +46,18 @@ def test_refused_ir_lists_everything_exits_3_and_writes_nothing(tmp_path, capsys
     assert code == 3 and not out.exists()
     assert "1 unsupported OpenVINO op type(s) (2 node(s)): Bucketize-3 (x2)" in error
     assert cli.main(["convert", str(tmp_path / "missing.xml"), "-o", str(out)]) == 2
+
+
+@pytest.mark.openvino
+def test_slow_conversion_prints_progress(monkeypatch, capsys):
+    ov = pytest.importorskip("openvino")
+    import openvino.opset13 as op
+    from converters.openvino_ir import _importer, import_ir
+    monkeypatch.setattr(_importer, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(_importer._Progress, "INTERVAL", 0.0)
+    x = op.parameter([2], ov.Type.f32, name="x")
+    value = x
+    for _ in range(80):
+        value = op.relu(value)
+    import_ir(ov.Model([value], [x]))
+    assert "importing openvino.Model" in capsys.readouterr().err

@@ -168,12 +168,17 @@ class Context:
 
     def make_graph(self, name: str, inputs, results) -> onnx.GraphProto:
         """This context's nodes as a subgraph; `results` are (ONNX value, OpenVINO output) pairs, each
-        output through its own Identity (a subgraph output must be a fresh value of that subgraph)."""
+        output through its own Identity (a subgraph output must be a fresh value of that subgraph); an
+        OpenVINO output None is a bool scalar (a Loop condition passed through). Output shapes are given
+        (dynamic dims unnamed): OpenVINO's ONNX reader needs them to give a body static ranks."""
         outputs = []
         for value, ov_output in results:
             fresh = self.emit("Identity", [value], [self.unique(f"{value}_out")])
-            outputs.append(value_info(fresh, _checked_type(ov_output.get_element_type(), "body output"),
-                                      ov_output.get_partial_shape()))
+            if ov_output is None:
+                outputs.append(helper.make_tensor_value_info(fresh, TensorProto.BOOL, []))
+            else:
+                outputs.append(value_info(fresh, _checked_type(ov_output.get_element_type(), "body output"),
+                                          ov_output.get_partial_shape()))
         return helper.make_graph(self.nodes, self.unique(name), list(inputs), outputs)
 
     def result_values(self, ov_body) -> list[tuple[str, object]]:
@@ -310,7 +315,9 @@ PROGRESS_AFTER = 2.0
 
 
 class _Progress:
-    """'importing NAME: k ops' on stderr, at most twice a second, once the conversion is slow."""
+    """'importing NAME: k ops' on stderr, at most every INTERVAL seconds, once the conversion is slow."""
+
+    INTERVAL = 0.5
 
     def __init__(self, source: str, enabled: bool | None):
         self.source, self.enabled = source, enabled
@@ -321,7 +328,7 @@ class _Progress:
         if self.enabled is False or count % 64:
             return
         now = time.monotonic()
-        if (self.enabled or now - self.start > PROGRESS_AFTER) and now - self.last > 0.5:
+        if (self.enabled or now - self.start > PROGRESS_AFTER) and now - self.last >= self.INTERVAL:
             self.last, self.shown = now, True
             print(f"\rimporting {self.source}: {count} ops, {now - self.start:.1f} s", end="",
                   file=sys.stderr, flush=True)

@@ -14,7 +14,7 @@ TensorIterator is an ONNX Loop with a trip count and no condition.
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from .._registry import Unsupported, rule
 from .._types import onnx_type, value_info
@@ -29,7 +29,7 @@ def _kind(description) -> str:
     return type(description).__name__
 
 
-def _code(ctx, ov_output, where: str) -> int:
+def _code(ov_output, where: str) -> int:
     code = onnx_type(ov_output.get_element_type())
     if code is None:
         raise Unsupported(f"{where} has element type {ov_output.get_element_type().get_type_name()}, "
@@ -132,7 +132,7 @@ def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, co
         if kind == _INVARIANT:
             body.bind(parameter.output(0), ctx.inp(node, description.input_index))
         elif kind == _MERGED:
-            code = _code(ctx, parameter.output(0), "a merged input")
+            code = _code(parameter.output(0), "a merged input")
             value = value_info(body.unique(parameter.get_friendly_name()), code,
                                parameter.get_output_partial_shape(0))
             body.bind(parameter.output(0), value.name)
@@ -149,7 +149,7 @@ def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, co
     if iteration_port >= 0:
         parameter = parameters[iteration_port]
         value = iteration.name
-        code = _code(ctx, parameter.output(0), "the current-iteration parameter")
+        code = _code(parameter.output(0), "the current-iteration parameter")
         if code != TensorProto.INT64:
             value = body.emit("Cast", [value], to=code)
         if parameter.get_output_partial_shape(0).rank.get_length() == 1:
@@ -185,8 +185,8 @@ def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, co
         condition_out = values[condition_port]
     graph_results = [condition_out] + [values[i] for i in carried_next] + [values[d.body_value_index]
                                                                            for d in scans]
-    graph = _body_graph(body, f"{node.get_friendly_name()}/body", [iteration, condition_in] + carried_inputs,
-                        graph_results)
+    graph = body.make_graph(f"{node.get_friendly_name()}/body", [iteration, condition_in] + carried_inputs,
+                            graph_results)
     carried_names = [name or ctx.temp("carried") for name in carried_outputs]
     scan_names = [ctx.temp("scan") for _ in scans]
     ctx.emit("Loop", [trip_count, condition] + carried_initial, carried_names + scan_names, body=graph)
@@ -199,19 +199,6 @@ def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, co
             if rank.is_dynamic:
                 raise Unsupported("a concatenated output needs a body result of static rank")
             _concatenated(ctx, node, stacked, description, rank.get_length())
-
-
-def _body_graph(body, name, inputs, results):
-    """make_graph, with the passed-through condition typed bool."""
-    outputs = []
-    for value, ov_output in results:
-        fresh = body.emit("Identity", [value], [body.unique(f"{value}_out")])
-        if ov_output is None:  # the passed-through condition
-            outputs.append(helper.make_tensor_value_info(fresh, TensorProto.BOOL, []))
-        else:  # shapes (dynamic dims unnamed) let OpenVINO's ONNX reader give the body static ranks
-            outputs.append(value_info(fresh, _code(body, ov_output, "a body output"),
-                                      ov_output.get_partial_shape()))
-    return helper.make_graph(body.nodes, body.unique(name), list(inputs), outputs)
 
 
 @rule("Loop", versions=(5,), onnx="Loop (body subgraph), + Gather / Transpose / Reshape for outputs",
