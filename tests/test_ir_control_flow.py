@@ -85,6 +85,18 @@ def loop_invariant_i32_iteration(p):
     return [node.get_iter_value(rx.output(0), -1)]
 
 
+def loop_sliced_input_no_iteration_port(p):
+    """Loop-5 slicing its input (OpenVINO's Loop: parts of 1 along the axis) without a current-iteration
+    Parameter; the running sum is a back edge, the per-step values concatenated."""
+    bs, bx = P([1, 3]), P([1, 3])
+    total = op.add(bs, op.exp(bx))
+    rs, rc = op.result(total), op.result(c(True, bool))
+    node = _loop(c(4, np.int64), c(True, bool), [bs, bx], [rs, rc], iteration=-1, condition_result=rc)
+    node.set_merged_input(bs, p["s"].output(0), rs.output(0))
+    node.set_sliced_input(bx, p["x"].output(0), 0, 1, 1, -1, 0)
+    return [node.get_iter_value(rs.output(0), -1), node.get_concatenated_slices(rs.output(0), 0, 1, 1, -1, 0)]
+
+
 def _ti(x_shape_axis, stride):
     def build(p):
         ti = op.tensor_iterator()
@@ -114,6 +126,8 @@ CASES = {
                                  {"x": np.float32([1, 2])}),
     "loop_invariant_i32_iteration": (loop_invariant_i32_iteration, {"x": np.float32([1, 2, 3]),
                                                                     "w": np.float32([0.5, -1, 2])}),
+    "loop_sliced_input": (loop_sliced_input_no_iteration_port,
+                          {"s": np.zeros((1, 3), np.float32), "x": RNG.standard_normal((4, 3)).astype(np.float32)}),
     "ti_forward_axis1": (_ti(1, 2), {"x": RNG.standard_normal((2, 8)).astype(np.float32),
                                      "h": RNG.standard_normal((2, 1)).astype(np.float32)}),
     "ti_backward_axis1": (_ti(1, -2), {"x": RNG.standard_normal((2, 8)).astype(np.float32),
@@ -138,7 +152,8 @@ def _ov_run(model, feeds):
 
 def _tolerance(case_id):
     # tanh / exp: the two runtimes' approximations differ in the last bits
-    return dict(rtol=1e-5, atol=1e-6) if case_id.startswith(("ti", "if_nested")) else dict(rtol=0, atol=0)
+    return dict(rtol=1e-5, atol=1e-6) if case_id.startswith(("ti", "if_nested", "loop_sliced")) else \
+        dict(rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
