@@ -5,6 +5,8 @@ counts) and every unsupported configuration at once.
 """
 from __future__ import annotations
 
+import sys
+import time
 from collections import Counter
 
 import numpy as np
@@ -17,7 +19,7 @@ from custom_ops.errors import ConversionError
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
-from ._types import constant_array, onnx_type, tensor_proto, value_info
+from ._types import carried_type, constant_array, fill_tensor, onnx_type, value_info
 
 
 def _unique(wanted: str, taken: set) -> str:
@@ -29,33 +31,58 @@ def _unique(wanted: str, taken: set) -> str:
     return name
 
 
-class Context:
-    """What a rule sees: names of ONNX values, constant values, types and ranks, and node emission."""
+class _Shared:
+    """State of one import shared by the main graph and every body (names are unique model-wide, as
+    ONNX subgraphs see outer-scope values by name; all constants become initializers of the main graph)."""
 
     def __init__(self):
+        #: (name, ONNX type, array) of every constant; written into the model's initializers at the end, only
+        #: those referenced, straight into the ModelProto (large arrays are views of OpenVINO's weights)
+        self.initializers: list[tuple[str, int, np.ndarray]] = []
+        self.names: dict[tuple[str, int], str] = {}
+        self.taken: set[str] = set()
+        self.node_names: set[str] = set()
+        self.uses_dialect = False
+        self.missing: Counter = Counter()
+        self.problems: list[str] = []
+        self.visited = 0
+        self.progress = None  # callable(count) for long conversions
+
+
+class Context:
+    """What a rule sees: names of ONNX values, constant values, types and ranks, and node emission.
+
+    One Context per ONNX graph: the main graph, and one per If branch / Loop body (`body()`)."""
+
+    def __init__(self, shared: _Shared | None = None):
+        self.shared = shared or _Shared()
         self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[TensorProto] = []
         self.inputs: dict[str, onnx.ValueInfoProto] = {}   # OV node name -> graph input
         self.outputs: dict[str, str] = {}                  # OV Result name -> value it outputs
-        self.uses_dialect = False
         self.node = None  # the OpenVINO node being converted
-        self._names: dict[tuple[str, int], str] = {}
-        self._taken: set[str] = set()
-        self._node_names: set[str] = set()
         self._emitted = 0  # nodes emitted for the current OpenVINO node
+
+    @property
+    def initializers(self) -> list[tuple[str, int, np.ndarray]]:
+        return self.shared.initializers
+
+    @property
+    def uses_dialect(self) -> bool:
+        return self.shared.uses_dialect
 
     def begin(self, node) -> None:
         self.node, self._emitted = node, 0
 
     # -- names -------------------------------------------------------------------------------------
     def unique(self, wanted: str) -> str:
-        return _unique(wanted, self._taken)
+        return _unique(wanted, self.shared.taken)
 
     def value(self, output) -> str:
         """ONNX name of an OpenVINO output (a tensor name of it when it has one)."""
         node = output.get_node()
         key = (node.get_name(), output.get_index())
-        if key not in self._names:
+        names_of = self.shared.names
+        if key not in names_of:
             names = sorted(output.get_names())
             if names:
                 wanted = names[0]
@@ -63,8 +90,8 @@ class Context:
                 wanted = node.get_friendly_name()
                 if node.get_output_size() > 1:
                     wanted += f":{output.get_index()}"
-            self._names[key] = self.unique(wanted)
-        return self._names[key]
+            names_of[key] = self.unique(wanted)
+        return names_of[key]
 
     def inp(self, node, index: int) -> str:
         return self.value(node.input_value(index))
@@ -80,12 +107,12 @@ class Context:
         """Add one ONNX node; `outputs` defaults to one fresh name. Returns the first output's name."""
         outputs = list(outputs) if outputs is not None else [self.temp(op_type.lower())]
         base = self.node.get_friendly_name() if self.node is not None else "graph"
-        name = _unique(base if self._emitted == 0 else f"{base}/{op_type}", self._node_names)
+        name = _unique(base if self._emitted == 0 else f"{base}/{op_type}", self.shared.node_names)
         self._emitted += 1
         self.nodes.append(helper.make_node(op_type, list(inputs), outputs, name=name, domain=domain,
                                            **attributes))
         if domain == DOMAIN:
-            self.uses_dialect = True
+            self.shared.uses_dialect = True
         return outputs[0]
 
     def const(self, array, hint: str = "const", name: str | None = None) -> str:
@@ -94,8 +121,69 @@ class Context:
         if code is None:
             raise Unsupported(f"constant of element type {array.dtype} has no ONNX equivalent")
         name = name or self.temp(hint)
-        self.initializers.append(tensor_proto(array, name, code))
+        self.initializers.append((name, code, array))
         return name
+
+    # -- graphs and bodies --------------------------------------------------------------------------
+    def walk(self, ov_model, *, body: bool = False) -> None:
+        """Convert every op of `ov_model` into this graph. In a body, Parameters must be bound first
+        (`bind`); problems and unsupported ops are collected in the shared state (one error at the end)."""
+        shared = self.shared
+        outer = self.node
+        for node in ov_model.get_ordered_ops():
+            shared.visited += 1
+            if shared.progress is not None:
+                shared.progress.tick(shared.visited)
+            if body and node.get_type_name() == "Parameter":
+                if (node.get_name(), 0) not in shared.names:
+                    shared.problems.append(f"{op_label(outer)} {outer.get_friendly_name()!r}: body parameter "
+                                           f"{node.get_friendly_name()!r} is not connected")
+                continue
+            handler = find(node)
+            if handler is None:
+                shared.missing[op_label(node)] += 1
+                continue
+            self.begin(node)
+            try:
+                for index in range(node.get_output_size()):
+                    if not (node.get_type_name() == "Constant" and carried_type(node.get_output_element_type(0))):
+                        self.out_elem(node, index)
+                handler(self, node)
+            except Unsupported as reason:
+                shared.problems.append(f"{op_label(node)} {node.get_friendly_name()!r}: {reason}")
+        self.begin(outer)
+
+    def body(self) -> "Context":
+        """A Context for a subgraph of the current node (If branch, Loop body)."""
+        sub = Context(self.shared)
+        sub.begin(self.node)
+        return sub
+
+    def bind(self, output, name: str) -> None:
+        """Make OpenVINO output `output` (a body Parameter's) the existing ONNX value `name`."""
+        self.shared.names[(output.get_node().get_name(), output.get_index())] = name
+
+    def graph_input(self, hint: str, code: int, dims=None) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(self.unique(hint), code, dims)
+
+    def make_graph(self, name: str, inputs, results) -> onnx.GraphProto:
+        """This context's nodes as a subgraph; `results` are (ONNX value, OpenVINO output) pairs, each
+        output through its own Identity (a subgraph output must be a fresh value of that subgraph); an
+        OpenVINO output None is a bool scalar (a Loop condition passed through). Output shapes are given
+        (dynamic dims unnamed): OpenVINO's ONNX reader needs them to give a body static ranks."""
+        outputs = []
+        for value, ov_output in results:
+            fresh = self.emit("Identity", [value], [self.unique(f"{value}_out")])
+            if ov_output is None:
+                outputs.append(helper.make_tensor_value_info(fresh, TensorProto.BOOL, []))
+            else:
+                outputs.append(value_info(fresh, _checked_type(ov_output.get_element_type(), "body output"),
+                                          ov_output.get_partial_shape()))
+        return helper.make_graph(self.nodes, self.unique(name), list(inputs), outputs)
+
+    def result_values(self, ov_body) -> list[tuple[str, object]]:
+        """(ONNX value, OpenVINO output) of each Result of a walked body, in the body's order."""
+        return [(self.outputs.get(r.get_name(), ""), r.input_value(0)) for r in ov_body.get_results()]
 
     # -- facts about the OpenVINO node -------------------------------------------------------------
     def const_value(self, node, index: int) -> np.ndarray | None:
@@ -147,36 +235,57 @@ def _checked_type(ov_type, where: str) -> int:
     return code
 
 
-def import_model(ov_model, *, source: str = "model", doc: str | None = None) -> onnx.ModelProto:
-    """ONNX of an openvino.Model; `source` names it in errors, `doc` is the model's doc_string."""
+def _live(nodes, needed: set) -> list:
+    """The nodes that contribute to `needed` (rules may leave dead nodes behind, e.g. f16 decompression
+    subgraphs re-emitted in f32)."""
+    kept = []
+    for node in reversed(nodes):
+        if any(name in needed for name in node.output):
+            kept.append(node)
+            needed.update(node.input)
+            for attribute in node.attribute:
+                for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else attribute.graphs):
+                    _referenced(sub, needed)
+    return kept[::-1]
+
+
+def _referenced(graph: onnx.GraphProto, into: set) -> set:
+    """Every value name a node of `graph` or of its subgraphs reads, plus the graph outputs."""
+    for node in graph.node:
+        into.update(node.input)
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                _referenced(attribute.g, into)
+            for sub in attribute.graphs:
+                _referenced(sub, into)
+    into.update(o.name for o in graph.output)
+    return into
+
+
+def import_model(ov_model, *, source: str = "model", doc: str | None = None,
+                 progress: bool | None = None) -> onnx.ModelProto:
+    """ONNX of an openvino.Model; `source` names it in errors, `doc` is the model's doc_string.
+
+    progress: a line on stderr now and then for long conversions (None: when stderr is a terminal or the
+    conversion takes longer than PROGRESS_AFTER seconds)."""
     ctx = Context()
-    missing: Counter = Counter()
-    problems: list[str] = []
-    for node in ov_model.get_ordered_ops():
-        handler = find(node)
-        if handler is None:
-            missing[op_label(node)] += 1
-            continue
-        ctx.begin(node)
-        try:
-            for index in range(node.get_output_size()):
-                ctx.out_elem(node, index)
-            handler(ctx, node)
-        except Unsupported as reason:
-            problems.append(f"{op_label(node)} {node.get_friendly_name()!r}: {reason}")
-    if missing or problems:
+    ctx.shared.progress = _Progress(source, progress)
+    ctx.walk(ov_model)
+    ctx.shared.progress.done()
+    shared = ctx.shared
+    if shared.missing or shared.problems:
         lines = [f"cannot import {source} into ONNX"]
-        if missing:
-            total = sum(missing.values())
-            listed = ", ".join(f"{label} (x{count})" for label, count in sorted(missing.items()))
-            lines.append(f"{len(missing)} unsupported OpenVINO op type(s) ({total} node(s)): {listed}")
-        lines += [f"unsupported configuration: {problem}" for problem in problems]
+        if shared.missing:
+            total = sum(shared.missing.values())
+            listed = ", ".join(f"{label} (x{count})" for label, count in sorted(shared.missing.items()))
+            lines.append(f"{len(shared.missing)} unsupported OpenVINO op type(s) ({total} node(s)): {listed}")
+        lines += [f"unsupported configuration: {problem}" for problem in shared.problems]
         lines.append("supported ops: converters.openvino_ir.supported_ops() / docs/openvino_ir.md")
         raise ConversionError("\n  ".join(lines))
 
     ctx.begin(None)
     inputs = [ctx.inputs[p.get_name()] for p in ov_model.get_parameters()]
-    outputs, used = [], {i.name for i in inputs} | {t.name for t in ctx.initializers}
+    outputs, used = [], {i.name for i in inputs} | {name for name, _, _ in ctx.initializers}
     for result in ov_model.get_results():
         value = ctx.outputs[result.get_name()]
         source_output = result.input_value(0)
@@ -185,15 +294,45 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None) -> 
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
-    # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed.
-    referenced = {name for node in ctx.nodes for name in node.input} | {o.name for o in outputs}
-    initializers = [t for t in ctx.initializers if t.name in referenced]
-    graph = helper.make_graph(ctx.nodes, ov_model.get_friendly_name() or "openvino_model", inputs, outputs,
-                              initializer=initializers)
+    graph = helper.make_graph(_live(ctx.nodes, {o.name for o in outputs}),
+                              ov_model.get_friendly_name() or "openvino_model", inputs, outputs)
     opsets = [helper.make_opsetid("", TARGET_OPSET)]
     if ctx.uses_dialect:
         opsets.append(helper.make_opsetid(DOMAIN, DIALECT_OPSET))
     model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION,
                               producer_name="onnx-bridge", doc_string=doc or f"imported from {source}")
+    # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed. The others
+    # are written into the model itself (make_model copies its graph: adding them before would copy them).
+    referenced = _referenced(model.graph, set())
+    for name, code, array in ctx.initializers:
+        if name in referenced:
+            fill_tensor(model.graph.initializer.add(), array, name, code)
     return model
 
+
+#: Seconds after which a conversion reports progress on stderr.
+PROGRESS_AFTER = 2.0
+
+
+class _Progress:
+    """'importing NAME: k ops' on stderr, at most every INTERVAL seconds, once the conversion is slow."""
+
+    INTERVAL = 0.5
+
+    def __init__(self, source: str, enabled: bool | None):
+        self.source, self.enabled = source, enabled
+        self.start = self.last = time.monotonic()
+        self.shown = False
+
+    def tick(self, count: int) -> None:
+        if self.enabled is False or count % 64:
+            return
+        now = time.monotonic()
+        if (self.enabled or now - self.start > PROGRESS_AFTER) and now - self.last >= self.INTERVAL:
+            self.last, self.shown = now, True
+            print(f"\rimporting {self.source}: {count} ops, {now - self.start:.1f} s", end="",
+                  file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            print(file=sys.stderr, flush=True)

@@ -72,3 +72,32 @@ def find(node) -> Callable | None:
 def supported_ops() -> list[str]:
     """Every supported OpenVINO op as 'Name-version', sorted."""
     return [f"{name}-{version}" for name, version in sorted(RULES)]
+
+
+def op_table(markdown: bool = False) -> str:
+    """The supported-op table from the rules' documentation: one row per rule (the op/versions it covers,
+    the ONNX it emits, notes, refused configurations). `onnx-bridge convert --list-ops` prints it;
+    docs/openvino_ir.md carries the markdown form (converters/openvino_ir/_doctable.py)."""
+    groups: dict[int, list] = {}
+    for key, handler in RULES.items():
+        groups.setdefault(id(handler), [handler, DOCS[key], []])[2].append(key)
+    rows = []
+    for _, doc, keys in groups.values():
+        labels = ", ".join(f"{name}-{version}" for name, version in sorted(keys))
+        rows.append((labels, doc.onnx, doc.notes, "; ".join(doc.refuses)))
+    rows.sort(key=lambda row: row[0].lower())
+    if markdown:
+        cell = lambda text: text.replace("|", "\\|") or "—"  # noqa: E731
+        lines = ["| OpenVINO | ONNX | notes | refuses (reason) |", "|---|---|---|---|"]
+        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+        return "\n".join(lines) + "\n"
+    lines = []
+    for labels, onnx, notes, refuses in rows:
+        lines.append(labels)
+        lines.append(f"    onnx: {onnx}")
+        if notes:
+            lines.append(f"    notes: {notes}")
+        if refuses:
+            lines.append(f"    refuses: {refuses}")
+    count = len(RULES)
+    return f"{count} OpenVINO op versions import into ONNX (opset 18, dialect opset 12):\n" + "\n".join(lines) + "\n"

@@ -26,25 +26,67 @@ def onnx_type(ov_type) -> int | None:
     return OV_TO_ONNX.get(name)
 
 
+#: Packed sub-byte integer types -> the ONNX type their unpacked values are carried in (exactly: every u4 value
+#: is a uint8 value, every i4 an int8). ONNX opset 18 has no INT4/UINT4 (they arrive in opset 21).
+CARRIED = {"u4": TensorProto.UINT8, "i4": TensorProto.INT8}
+
+
+def carried_type(ov_type) -> int | None:
+    name = ov_type if isinstance(ov_type, str) else ov_type.get_type_name()
+    return CARRIED.get(name)
+
+
+def unpack_nibbles(packed: np.ndarray, signed: bool, shape) -> np.ndarray:
+    """u4/i4 Constant bytes -> one uint8/int8 per element (element 2k in the low nibble of byte k, as
+    OpenVINO packs them; i4 sign-extended)."""
+    raw = np.asarray(packed).view(np.uint8).reshape(-1)
+    count = int(np.prod(shape, dtype=np.int64))
+    values = np.empty(raw.size * 2, np.uint8)
+    values[0::2] = raw & 0x0F
+    values[1::2] = raw >> 4
+    values = values[:count]
+    if signed:
+        values = ((values.astype(np.int16) ^ 8) - 8).astype(np.int8)
+    return values.reshape(tuple(shape))
+
+
 def numpy_type(code: int) -> np.dtype:
     return ONNX_TO_NUMPY[code]
 
 
+#: Constants at least this large are read as read-only views of OpenVINO's memory (smaller ones are copied).
+VIEW_BYTES = 1 << 20
+
+
 def constant_array(constant) -> np.ndarray:
-    """The value of an OpenVINO Constant node as a numpy array of the matching dtype.
+    """The value of an OpenVINO Constant node as a numpy array of the matching dtype (read-only when large).
 
     Constant.get_data() hands bf16 back as raw bits typed float16; reinterpret them as bfloat16.
     """
-    data = np.array(constant.get_data(), copy=True)
-    if constant.get_element_type().get_type_name() == "bf16":
+    type_name = constant.get_element_type().get_type_name()
+    if type_name in CARRIED:
+        return unpack_nibbles(constant.get_data(), type_name == "i4", constant.get_output_shape(0))
+    data = np.asarray(constant.get_data())
+    if data.nbytes < VIEW_BYTES:
+        data = data.copy()
+    else:  # a read-only view of OpenVINO's (often memory-mapped) weights: no copy of large constants
+        data = data.view()
+        data.flags.writeable = False
+    if type_name == "bf16":
         data = data.view(np.uint16).view(BFLOAT16)
     return data.reshape(tuple(constant.get_output_shape(0)))
 
 
 def tensor_proto(array: np.ndarray, name: str, code: int) -> TensorProto:
     """A TensorProto holding `array` as little-endian raw bytes (works for bool, f16 and bf16 too)."""
+    return fill_tensor(TensorProto(), array, name, code)
+
+
+def fill_tensor(tensor: TensorProto, array: np.ndarray, name: str, code: int) -> TensorProto:
+    """Fill `tensor` (e.g. a new entry of graph.initializer, so the bytes are not copied twice) in place."""
     array = np.asarray(array, dtype=numpy_type(code))  # (ascontiguousarray would make 0-D 1-D)
-    tensor = TensorProto(name=name, data_type=code, dims=array.shape)
+    tensor.name, tensor.data_type = name, code
+    tensor.dims.extend(array.shape)
     tensor.raw_data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     return tensor
 

@@ -12,9 +12,11 @@ _MODES = ("default", "keep-all", "require-standard")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("input", help="model to convert: .onnx (or OpenVINO IR .xml)")
-    parser.add_argument("-o", "--output", required=True,
-                        help="where to write the result (.onnx; .xml with --to openvino-ir); written atomically")
+    parser.add_argument("input", nargs="?", help="model to convert: .onnx (or OpenVINO IR .xml)")
+    parser.add_argument("-o", "--output",
+                        help="where to write the result (.onnx; .xml with --to openvino-ir); written atomically. "
+                             "An OpenVINO IR that cannot be imported writes nothing and exits 3, listing "
+                             "every unsupported op and configuration")
     parser.add_argument("--to", choices=_TARGETS, default="standard",
                         help="standard: lower dialect nodes to standard ONNX where exact (default); openvino: "
                              "raise ScatterElements/ReduceL2/Unique into the dialect; openvino-ir: raise, "
@@ -26,6 +28,9 @@ def add_arguments(parser) -> None:
                         help="also keep nodes whose converted graph is not bit-identical on every input "
                              "(float ReduceL2 rounding; NaN in raised float min/max)")
     parser.add_argument("--report", metavar="FILE.json", help="also write the report as JSON")
+    parser.add_argument("--list-ops", action="store_true",
+                        help="print the OpenVINO ops (and versions) an IR may contain, what each becomes in "
+                             "ONNX and what it refuses, then exit")
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -40,10 +45,30 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 
-def main(args) -> int:
-    from converters import convert
+#: exit code of an OpenVINO IR the importer refuses (unsupported ops or configurations); bad input is 2
+REFUSED = 3
 
-    _, report = convert(args.input, to=args.to, mode=args.mode, strict=args.strict, output=args.output)
+
+def main(args) -> int:
+    import sys
+
+    from converters import convert
+    from custom_ops.errors import BridgeError, ConversionError
+
+    if args.list_ops:
+        from converters.openvino_ir._registry import op_table
+        import converters.openvino_ir  # noqa: F401  (registers the rules)
+        print(op_table(), end="")
+        return 0
+    if not args.input or not args.output:
+        raise BridgeError("give the model to convert and -o OUTPUT (or --list-ops)")
+    try:
+        _, report = convert(args.input, to=args.to, mode=args.mode, strict=args.strict, output=args.output)
+    except ConversionError as error:
+        if Path(args.input).suffix.lower() != ".xml":
+            raise
+        print(f"onnx-bridge convert: refused: {error}", file=sys.stderr)
+        return REFUSED
     print(report.to_table())
     if args.report:
         _write_text(Path(args.report), report.to_json() + "\n")

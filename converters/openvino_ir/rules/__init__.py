@@ -1,3 +1,5 @@
 """Import rules, grouped by kind of op. Importing this package registers them all."""
-from . import (attention, dialect, elementwise, io, layout, nn, reduce, resample, selection,  # noqa: F401
-               tensor)
+from . import (  # noqa: F401
+    attention, control_flow, dialect, elementwise, io, layout, nn, quantization, reduce, resample,
+    selection, tensor
+)

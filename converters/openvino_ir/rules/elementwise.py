@@ -33,28 +33,42 @@ def broadcast_inputs(ctx, node, count: int = 2) -> list[str]:
     return [ctx.inp(node, i) for i in range(count)]
 
 
-@rule(*_BINARY, versions=(1,))
+@rule(*_BINARY, versions=(1,),
+      onnx="Add, Sub, Mul, Pow, Max, Min, Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or",
+      notes="auto_broadcast numpy / none are ONNX broadcasting",
+      refuses=("auto_broadcast pdpd: not ONNX broadcasting",))
 def binary(ctx, node):
     ctx.emit(_BINARY[node.get_type_name()], broadcast_inputs(ctx, node), [ctx.out(node)])
 
 
-@rule("LogicalXor", versions=(2,))  # LogicalXor-1 is recorded as opset2
+@rule("LogicalXor", versions=(2,),
+      onnx="Xor",
+      notes="LogicalXor-1 is recorded as opset2",
+      refuses=("auto_broadcast pdpd",))  # LogicalXor-1 is recorded as opset2
 def logical_xor(ctx, node):
     ctx.emit("Xor", broadcast_inputs(ctx, node), [ctx.out(node)])
 
 
-@rule("NotEqual", versions=(1,))
+@rule("NotEqual", versions=(1,),
+      onnx="Not(Equal)",
+      refuses=("auto_broadcast pdpd",))
 def not_equal(ctx, node):
     ctx.emit("Not", [ctx.emit("Equal", broadcast_inputs(ctx, node))], [ctx.out(node)])
 
 
-@rule("SquaredDifference", versions=(1,))
+@rule("SquaredDifference", versions=(1,),
+      onnx="Sub, Mul",
+      refuses=("auto_broadcast pdpd",))
 def squared_difference(ctx, node):
     difference = ctx.emit("Sub", broadcast_inputs(ctx, node))
     ctx.emit("Mul", [difference, difference], [ctx.out(node)])
 
 
-@rule("Divide", versions=(1,))
+@rule("Divide", versions=(1,),
+      onnx="Div; signed integers with m_pythondiv (default true): Div, Mod and a floor correction",
+      notes="floor division as the spec and OpenVINO's reference say; the CPU plugin truncates signed integers, "
+            "rounds u8/u16 to nearest and multiplies f32 by the reciprocal",
+      refuses=("auto_broadcast pdpd",))
 def divide(ctx, node):
     a, b = broadcast_inputs(ctx, node)
     code = ctx.out_elem(node)
@@ -74,12 +88,18 @@ def divide(ctx, node):
     ctx.emit("Sub", [quotient, step], [ctx.out(node)])
 
 
-@rule("Mod", versions=(1,))
+@rule("Mod", versions=(1,),
+      onnx="Mod fmod=1",
+      notes="remainder has the dividend's sign",
+      refuses=("auto_broadcast pdpd",))
 def mod(ctx, node):  # truncated remainder: the sign of the dividend (C fmod)
     ctx.emit("Mod", broadcast_inputs(ctx, node), [ctx.out(node)], fmod=1)
 
 
-@rule("FloorMod", versions=(1,))
+@rule("FloorMod", versions=(1,),
+      onnx="Mod fmod=0 (integers); Mod fmod=1 + sign correction (floats)",
+      notes="remainder has the divisor's sign",
+      refuses=("auto_broadcast pdpd",))
 def floor_mod(ctx, node):  # remainder with the sign of the divisor (Python %)
     a, b = broadcast_inputs(ctx, node)
     code = ctx.out_elem(node)
@@ -95,59 +115,76 @@ def floor_mod(ctx, node):  # remainder with the sign of the divisor (Python %)
     ctx.emit("Where", [adjust, ctx.emit("Add", [remainder, b]), remainder], [ctx.out(node)])
 
 
-@rule("Select", versions=(1,))
+@rule("Select", versions=(1,),
+      onnx="Where",
+      refuses=("auto_broadcast pdpd",))
 def select(ctx, node):
     ctx.emit("Where", broadcast_inputs(ctx, node, 3), [ctx.out(node)])
 
 
-@rule(*_UNARY, versions=(1,))
+@rule(*_UNARY, versions=(1,),
+      onnx="Abs, Acos, Asin, Atan, Ceil, Cos, Cosh, Erf, Exp, Floor, Log, Neg, Relu, Sigmoid, Sign, Sin, Sinh, "
+           "Sqrt, Tan, Tanh, Not",
+      notes="transcendental functions: a few ulp apart between runtimes")
 def unary(ctx, node):
     ctx.emit(_UNARY[node.get_type_name()], [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("Asinh", "Acosh", "Atanh", versions=(4,))  # the v3 ops, recorded as opset4
+@rule("Asinh", "Acosh", "Atanh", versions=(4,),
+      onnx="Asinh, Acosh, Atanh",
+      notes="the v3 ops, recorded as opset4")  # the v3 ops, recorded as opset4
 def unary_v3(ctx, node):
     ctx.emit(node.get_type_name(), [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("SoftPlus", versions=(4,))
+@rule("SoftPlus", versions=(4,),
+      onnx="Softplus")
 def softplus(ctx, node):
     ctx.emit("Softplus", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("SoftSign", versions=(9,))
+@rule("SoftSign", versions=(9,),
+      onnx="Softsign")
 def softsign(ctx, node):
     ctx.emit("Softsign", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("HSwish", versions=(4,))
+@rule("HSwish", versions=(4,),
+      onnx="HardSwish")
 def hswish(ctx, node):
     ctx.emit("HardSwish", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("HSigmoid", versions=(5,))
+@rule("HSigmoid", versions=(5,),
+      onnx="HardSigmoid(alpha=1/6, beta=0.5)")
 def hsigmoid(ctx, node):  # min(max(x + 3, 0), 6) / 6
     ctx.emit("HardSigmoid", [ctx.inp(node, 0)], [ctx.out(node)], alpha=1.0 / 6.0, beta=0.5)
 
 
-@rule("Mish", versions=(4,))
+@rule("Mish", versions=(4,),
+      onnx="Mish")
 def mish(ctx, node):
     ctx.emit("Mish", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("Swish", versions=(4,))
+@rule("Swish", versions=(4,),
+      onnx="Mul(x, Sigmoid(beta x))",
+      notes="beta input optional (1)")
 def swish(ctx, node):  # x * sigmoid(beta * x), beta optional (1)
     x = ctx.inp(node, 0)
     scaled = ctx.emit("Mul", [x, ctx.inp(node, 1)]) if node.get_input_size() > 1 else x
     ctx.emit("Mul", [x, ctx.emit("Sigmoid", [scaled])], [ctx.out(node)])
 
 
-@rule("Elu", versions=(1,))
+@rule("Elu", versions=(1,),
+      onnx="Elu")
 def elu(ctx, node):
     ctx.emit("Elu", [ctx.inp(node, 0)], [ctx.out(node)], alpha=float(node.get_attributes()["alpha"]))
 
 
-@rule("Gelu", versions=(2, 7))
+@rule("Gelu", versions=(2, 7),
+      onnx="Erf or Tanh form, decomposed",
+      notes="approximation_mode erf / tanh")
 def gelu(ctx, node):
     mode = node.get_attributes().get("approximation_mode", "ERF").lower()
     x = ctx.inp(node, 0)
@@ -166,7 +203,9 @@ def gelu(ctx, node):
     ctx.emit("Mul", [ctx.emit("Mul", [x, half]), ctx.emit("Add", [one, inner])], [ctx.out(node)])
 
 
-@rule("Clamp", versions=(1,))
+@rule("Clamp", versions=(1,),
+      onnx="Clip",
+      notes="integer data: bounds rounded inward, as OpenVINO does")
 def clamp(ctx, node):
     attributes = node.get_attributes()
     code = ctx.elem(node, 0)
@@ -179,7 +218,9 @@ def clamp(ctx, node):
                       ctx.const(np.array(high, dtype), "max")], [ctx.out(node)])
 
 
-@rule("Round", versions=(5,))
+@rule("Round", versions=(5,),
+      onnx="Round (half_to_even); Sign * Floor(|x| + 0.5) (half_away_from_zero)",
+      notes="integers pass through")
 def round_(ctx, node):
     mode = node.get_attributes().get("mode", "half_to_even")
     x = ctx.inp(node, 0)
@@ -195,7 +236,9 @@ def round_(ctx, node):
         raise Unsupported(f"mode={mode!r}")
 
 
-@rule("BitwiseAnd", "BitwiseOr", "BitwiseXor", versions=(13,))
+@rule("BitwiseAnd", "BitwiseOr", "BitwiseXor", versions=(13,),
+      onnx="BitwiseAnd/Or/Xor; And/Or/Xor on bool",
+      refuses=("auto_broadcast pdpd",))
 def bitwise(ctx, node):
     ops = {"BitwiseAnd": ("BitwiseAnd", "And"), "BitwiseOr": ("BitwiseOr", "Or"),
            "BitwiseXor": ("BitwiseXor", "Xor")}[node.get_type_name()]
@@ -203,7 +246,8 @@ def bitwise(ctx, node):
     ctx.emit(op, broadcast_inputs(ctx, node), [ctx.out(node)])
 
 
-@rule("BitwiseNot", versions=(13,))
+@rule("BitwiseNot", versions=(13,),
+      onnx="BitwiseNot; Not on bool")
 def bitwise_not(ctx, node):
     op = "Not" if ctx.out_elem(node) == TensorProto.BOOL else "BitwiseNot"
     ctx.emit(op, [ctx.inp(node, 0)], [ctx.out(node)])

@@ -1,11 +1,14 @@
 """Graph boundary and type conversion: Parameter, Constant, Result, Convert, ConvertLike."""
 from __future__ import annotations
 
-from .._registry import rule
-from .._types import constant_array, value_info
+from .._registry import Unsupported, rule
+from .._types import carried_type, constant_array, value_info
+from .quantization import decompressed_in_f32
 
 
-@rule("Parameter", versions=(1,))
+@rule("Parameter", versions=(1,),
+      onnx="graph input",
+      notes="dynamic dims become symbols <input>_<axis>")
 def parameter(ctx, node):
     name = ctx.out(node)
     # Dynamic dims become symbols named <input>_<axis>: OpenVINO IR does not record which are equal.
@@ -13,23 +16,41 @@ def parameter(ctx, node):
                                               dim_prefix=name)
 
 
-@rule("Constant", versions=(1,))
+@rule("Constant", versions=(1,),
+      onnx="initializer",
+      notes="raw bytes, bit-exact (bf16 too); u4/i4 unpacked to uint8/int8",
+      refuses=("u4/i4 read by anything but Convert: the 4-bit range is not carried",))
 def constant(ctx, node):
+    if carried_type(node.get_output_element_type(0)) is not None:
+        # u4/i4 are carried unpacked in uint8/int8: exact for a Convert, not for arithmetic in 4 bits
+        readers = {target.get_node().get_type_name() for target in node.output(0).get_target_inputs()}
+        if readers - {"Convert"}:
+            raise Unsupported(f"a {node.get_output_element_type(0).get_type_name()} constant read by "
+                              f"{', '.join(sorted(readers - {'Convert'}))} (only Convert)")
     ctx.const(constant_array(node), name=ctx.out(node))
 
 
-@rule("Result", versions=(1,))
+@rule("Result", versions=(1,),
+      onnx="graph output",
+      notes="an Identity when it repeats a value already output, a graph input or a constant")
 def result(ctx, node):
     ctx.outputs[node.get_name()] = ctx.inp(node, 0)
 
 
-@rule("Convert", versions=(1,))
+@rule("Convert", versions=(1,),
+      onnx="Cast",
+      notes="float -> integer truncates in both; out-of-range values: the CPU plugin saturates, ONNX Cast is "
+            "undefined; constant weight decompression (f16 -> f32) computed in f32")
 def convert(ctx, node):
     # Float -> integer truncates toward zero in both; out-of-range values saturate in OpenVINO's CPU
     # plugin but are undefined in ONNX Cast (see docs/openvino_ir.md).
+    if decompressed_in_f32(ctx, node):  # compressed weights: see rules/quantization.py
+        return
     ctx.emit("Cast", [ctx.inp(node, 0)], [ctx.out(node)], to=ctx.out_elem(node))
 
 
-@rule("ConvertLike", versions=(1,))
+@rule("ConvertLike", versions=(1,),
+      onnx="CastLike",
+      notes="as Convert")
 def convert_like(ctx, node):
     ctx.emit("CastLike", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)])

@@ -15,7 +15,10 @@ def _transposed(ctx, node, index: int) -> str:
     return ctx.emit("Transpose", [ctx.inp(node, index)], perm=perm)
 
 
-@rule("MatMul", versions=(1,))
+@rule("MatMul", versions=(1,),
+      onnx="MatMul (+ Transpose of the last two dims for transpose_a/b)",
+      notes="1-D operands are not transposed; accumulation order differs between runtimes (last bits)",
+      refuses=("transpose_a/b of an operand of dynamic rank",))
 def matmul(ctx, node):
     attributes = node.get_attributes()
     a = _transposed(ctx, node, 0) if attributes.get("transpose_a") else ctx.inp(node, 0)
@@ -23,17 +26,20 @@ def matmul(ctx, node):
     ctx.emit("MatMul", [a, b], [ctx.out(node)])
 
 
-@rule("Softmax", versions=(1, 8))
+@rule("Softmax", versions=(1, 8),
+      onnx="Softmax")
 def softmax(ctx, node):
     ctx.emit("Softmax", [ctx.inp(node, 0)], [ctx.out(node)], axis=int(node.get_attributes()["axis"]))
 
 
-@rule("LogSoftmax", versions=(5,))
+@rule("LogSoftmax", versions=(5,),
+      onnx="LogSoftmax")
 def log_softmax(ctx, node):
     ctx.emit("LogSoftmax", [ctx.inp(node, 0)], [ctx.out(node)], axis=int(node.get_attributes()["axis"]))
 
 
-@rule("Einsum", versions=(7,))
+@rule("Einsum", versions=(7,),
+      onnx="Einsum")
 def einsum(ctx, node):
     ctx.emit("Einsum", [ctx.inp(node, i) for i in range(node.get_input_size())], [ctx.out(node)],
              equation=node.get_attributes()["equation"])

@@ -15,17 +15,22 @@ def _reduce(ctx, node, op_type: str, data: str, outputs) -> str:
                     noop_with_empty_axes=1)
 
 
-@rule(*_REDUCE, versions=(1,))
+@rule(*_REDUCE, versions=(1,),
+      onnx="ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd",
+      notes="noop_with_empty_axes=1: empty axes reduce nothing, as in OpenVINO")
 def reduce(ctx, node):
     _reduce(ctx, node, _REDUCE[node.get_type_name()], ctx.inp(node, 0), [ctx.out(node)])
 
 
-@rule("ReduceL1", versions=(4,))
+@rule("ReduceL1", versions=(4,),
+      onnx="ReduceL1",
+      notes="noop_with_empty_axes=1")
 def reduce_l1(ctx, node):
     _reduce(ctx, node, "ReduceL1", ctx.inp(node, 0), [ctx.out(node)])
 
 
-@rule("ReduceLogicalAnd", "ReduceLogicalOr", versions=(1,))
+@rule("ReduceLogicalAnd", "ReduceLogicalOr", versions=(1,),
+      onnx="Cast to int32, ReduceMin / ReduceMax, Cast to bool")
 def reduce_logical(ctx, node):
     # ONNX ReduceMin/Max take bool only from opset 20: reduce as int32 and cast back.
     op_type = "ReduceMin" if node.get_type_name() == "ReduceLogicalAnd" else "ReduceMax"

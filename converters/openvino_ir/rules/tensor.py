@@ -36,7 +36,9 @@ def static_rank(ctx, node, index: int = 0) -> int:
     return rank
 
 
-@rule("Reshape", versions=(1,))
+@rule("Reshape", versions=(1,),
+      onnx="Reshape",
+      notes="special_zero true -> allowzero 0, false -> allowzero 1")
 def reshape(ctx, node):
     # special_zero=true: 0 copies the input dim (ONNX allowzero=0); false: 0 is a literal 0 (allowzero=1).
     special_zero = bool(node.get_attributes().get("special_zero", False))
@@ -44,7 +46,10 @@ def reshape(ctx, node):
              allowzero=0 if special_zero else 1)
 
 
-@rule("Transpose", versions=(1,))
+@rule("Transpose", versions=(1,),
+      onnx="Transpose",
+      notes="empty order reverses the dims",
+      refuses=("order not a Constant", "empty order on data of dynamic rank"))
 def transpose(ctx, node):
     order = constant_input(ctx, node, 1, "order").reshape(-1).astype(np.int64)
     if order.size == 0:  # empty order reverses the dims
@@ -52,7 +57,8 @@ def transpose(ctx, node):
     ctx.emit("Transpose", [ctx.inp(node, 0)], [ctx.out(node)], perm=[int(i) for i in order])
 
 
-@rule("Concat", versions=(1,))
+@rule("Concat", versions=(1,),
+      onnx="Concat")
 def concat(ctx, node):
     ctx.emit("Concat", [ctx.inp(node, i) for i in range(node.get_input_size())], [ctx.out(node)],
              axis=int(node.get_attributes()["axis"]))
@@ -86,7 +92,8 @@ def gather(ctx, node):
     ctx.emit("GatherND", [ctx.inp(node, 0), tuples], [ctx.out(node)], batch_dims=batch_dims)
 
 
-@rule("GatherElements", versions=(6,))
+@rule("GatherElements", versions=(6,),
+      onnx="GatherElements")
 def gather_elements(ctx, node):
     ctx.emit("GatherElements", [ctx.inp(node, 0), ctx.int64_or_int32(node, 1)], [ctx.out(node)],
              axis=int(node.get_attributes()["axis"]))
@@ -108,7 +115,8 @@ def gather_nd(ctx, node):
     ctx.emit("Reshape", [gathered, folded], [ctx.out(node)])
 
 
-@rule("ShapeOf", versions=(1, 3))
+@rule("ShapeOf", versions=(1, 3),
+      onnx="Shape (+ Cast to i32)")
 def shape_of(ctx, node):
     code = ctx.out_elem(node)
     if code == TensorProto.INT64:
@@ -117,7 +125,10 @@ def shape_of(ctx, node):
         ctx.emit("Cast", [ctx.emit("Shape", [ctx.inp(node, 0)])], [ctx.out(node)], to=code)
 
 
-@rule("Squeeze", versions=(1, 15))
+@rule("Squeeze", versions=(1, 15),
+      onnx="Squeeze",
+      notes="scalar axes become 1-D",
+      refuses=("allow_axis_skip=true",))
 def squeeze(ctx, node):
     if node.get_attributes().get("allow_axis_skip", False):
         raise Unsupported("allow_axis_skip=true")
@@ -125,7 +136,9 @@ def squeeze(ctx, node):
     ctx.emit("Squeeze", inputs, [ctx.out(node)])
 
 
-@rule("Unsqueeze", versions=(1,))
+@rule("Unsqueeze", versions=(1,),
+      onnx="Unsqueeze",
+      notes="scalar axes become 1-D")
 def unsqueeze(ctx, node):
     ctx.emit("Unsqueeze", [ctx.inp(node, 0), ctx.int64_vector(node, 1)], [ctx.out(node)])
 
@@ -182,7 +195,9 @@ def tile(ctx, node):
     ctx.emit("Tile", [data, repeats], [ctx.out(node)])
 
 
-@rule("Range", versions=(1, 4))
+@rule("Range", versions=(1, 4),
+      onnx="Range (inputs cast to the output type)",
+      refuses=("floating-point bounds with an integer output type",))
 def range_(ctx, node):
     code = ctx.out_elem(node)
     if code not in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT16, TensorProto.INT32,
@@ -199,7 +214,8 @@ def range_(ctx, node):
     ctx.emit("Range", inputs, [ctx.out(node)])
 
 
-@rule("Slice", versions=(8,))
+@rule("Slice", versions=(8,),
+      onnx="Slice")
 def slice_(ctx, node):
     starts, stops, steps = (ctx.int64(node, i) for i in (1, 2, 3))
     if node.get_input_size() > 4:
@@ -221,7 +237,9 @@ def _mask(attributes, name: str, length: int) -> list[int]:
     return (bits + [0] * length)[:length]
 
 
-@rule("StridedSlice", versions=(1,))
+@rule("StridedSlice", versions=(1,),
+      onnx="Slice (+ Squeeze for shrink_axis_mask)",
+      refuses=("begin/end/stride not Constants", "new_axis_mask, ellipsis_mask"))
 def strided_slice(ctx, node):
     attributes = node.get_attributes()
     begin = constant_input(ctx, node, 1, "begin").reshape(-1).astype(np.int64)
@@ -296,7 +314,8 @@ def variadic_split(ctx, node):
     ctx.emit("Split", [ctx.inp(node, 0), resolved], outputs, axis=axis)
 
 
-@rule("NonZero", versions=(3,))
+@rule("NonZero", versions=(3,),
+      onnx="NonZero (+ Cast to i32)")
 def non_zero(ctx, node):
     code = ctx.out_elem(node)
     if code == TensorProto.INT64:
@@ -308,7 +327,10 @@ def non_zero(ctx, node):
 _ND_REDUCTIONS = {"none": "none", "sum": "add", "prod": "mul", "min": "min", "max": "max"}
 
 
-@rule("ScatterNDUpdate", versions=(4, 15))  # ScatterNDUpdate-3 is recorded as opset4
+@rule("ScatterNDUpdate", versions=(4, 15),
+      onnx="ScatterND",
+      notes="ScatterNDUpdate-3 is recorded as opset4; reductions none/sum/prod/min/max",
+      refuses=("reduction sub",))  # ScatterNDUpdate-3 is recorded as opset4
 def scatter_nd_update(ctx, node):
     reduction = str(node.get_attributes().get("reduction", "none")).lower()
     if reduction not in _ND_REDUCTIONS:
