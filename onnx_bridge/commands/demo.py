@@ -9,13 +9,15 @@ import numpy as np
 import onnx
 
 HELP = "run the bundled model gallery through the custom ops, the lowered model and OpenVINO"
-DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "models"
+_CHECKOUT_MODELS = Path(__file__).resolve().parents[2] / "models"
+#: The gallery: models/ of a checkout, or the copy an installed wheel carries (see setup.py).
+DEFAULT_MODELS = _CHECKOUT_MODELS if _CHECKOUT_MODELS.is_dir() else Path(__file__).resolve().parents[1] / "gallery"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS,
                         help="directory holding <name>.onnx, <name>_inputs.npz and <name>.xml "
-                             "(default: the models/ directory of this checkout)")
+                             "(default: the bundled gallery, models/ in a checkout)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per path (median shown)")
 
 
