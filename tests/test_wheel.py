@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import site
 import subprocess
 import sys
@@ -24,7 +25,7 @@ GALLERY = sorted(p.name for p in (ROOT / "models").iterdir() if p.suffix in (".o
 _WARNING = re.compile(r"(?i)(deprecat|warning:|warn\(|SetuptoolsWarning)")
 _BENIGN = re.compile(r"(?i)byte-compiling is disabled|WARNING: Location '.*' is ignored")
 
-pytestmark = pytest.mark.wheel  # ~15 s
+pytestmark = [pytest.mark.wheel, pytest.mark.slow]  # 15 s alone, ~60 s on a busy machine
 
 
 def _run(command, **kwargs) -> subprocess.CompletedProcess:
@@ -35,7 +36,10 @@ def _run(command, **kwargs) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    built = _run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", str(ROOT), "-w", str(out)])
+    source = out / "source"  # a copy: the build writes build/ and *.egg-info beside the sources
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
+    built = _run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", str(source), "-w", str(out)])
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     warnings = [line for line in (built.stdout + built.stderr).splitlines()
                 if _WARNING.search(line) and not _BENIGN.search(line)]
