@@ -49,6 +49,12 @@ CASES = [
     ("run {model} --output {link:model}", 6, "is the input"),
     ("run {model} --inputs {inputs} --output {hard:inputs}", 6, "is the input"),
     ("run {model} --output {dir}/../{dirname}/model.onnx", 6, "is the input"),
+    # the long-running commands check their paths before any work
+    ("conformance {dir}/absent.onnx", 3, "model"),
+    ("conformance --cases 1 --report {file}/r.json", 4, "is a file, not a directory"),
+    ("conformance --cases 1 --report {file}", 4, "is a file, not a directory"),  # a directory report
+    ("bench --json {dir}/sub", 4, "is a directory"),
+    ("bench --markdown {file}/b.md", 4, "is a file, not a directory"),
 ]
 
 
