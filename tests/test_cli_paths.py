@@ -53,6 +53,7 @@ CASES = [
     ("conformance {dir}/absent.onnx", 3, "model"),
     ("conformance --cases 1 --report {file}/r.json", 4, "is a file, not a directory"),
     ("conformance --cases 1 --report {file}", 4, "is a file, not a directory"),  # a directory report
+    ("demo --models {dir}/absent", 3, "is not a directory"),
     ("bench --json {dir}/sub", 4, "is a directory"),
     ("bench --markdown {file}/b.md", 4, "is a file, not a directory"),
 ]

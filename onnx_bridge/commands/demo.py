@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from ._files import InputFileError
+
 HELP = "run the bundled model gallery through the custom ops, the lowered model and OpenVINO"
 _CHECKOUT_MODELS = Path(__file__).resolve().parents[2] / "models"
 #: The gallery: models/ of a checkout, or the copy an installed wheel carries (see setup.py).
@@ -81,6 +83,8 @@ def _paths(onnx_path: Path, xml_path: Path):
 
 
 def main(args) -> int:
+    if not args.models.is_dir():
+        raise InputFileError(f"--models {args.models} is not a directory")
     models = sorted(args.models.glob("*.onnx"))
     if not models:
         print(f"no models in {args.models}")
