@@ -1,11 +1,15 @@
-# Quick start: `make demo` runs the demo on the bundled models, `make test` runs the whole test suite.
-# Each target creates .venv and installs what it needs on first use.
+# Quick start: `make demo` runs the demo on the bundled models, `make test` runs the whole test suite
+# (newest dependencies, the wheel check included) and then `make test-lowest`: the tests again with every
+# dependency at the minimum pyproject.toml declares, in .venv-lowest (OpenVINO and torch tests skip there).
+# Each target creates its venv and installs what it needs on first use.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+LOWEST := .venv-lowest
+LOWEST_STAMP := $(LOWEST)/.installed
 
-.PHONY: demo test bench conformance clean
+.PHONY: demo test test-newest test-lowest bench conformance clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +20,26 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/onnx-bridge demo
 
-test: $(STAMP)
+test: test-newest test-lowest
+
+test-newest: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
+
+$(LOWEST_STAMP): pyproject.toml .ci/lowest_constraints.py
+	rm -rf $(LOWEST)
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install -q --upgrade pip
+	$(LOWEST)/bin/python .ci/lowest_constraints.py > $(LOWEST)/constraints.txt
+	$(LOWEST)/bin/python -m pip install -q --only-binary=:all: -c $(LOWEST)/constraints.txt -e . \
+		'pytest>=8' 'pytest-xdist>=3.5' 'hypothesis>=6.100'
+	touch $@
+
+test-lowest: $(LOWEST_STAMP)
+	@echo "lowest declared versions:" && cat $(LOWEST)/constraints.txt
+	$(LOWEST)/bin/python -c "import numpy, onnx, onnxruntime as ort, onnxruntime_extensions as ortx; \
+		print('testing with numpy', numpy.__version__, 'onnx', onnx.__version__, 'onnxruntime', \
+		ort.__version__, 'onnxruntime-extensions', ortx.__version__)"
+	$(LOWEST)/bin/python -m pytest -n 2 -q -m "not wheel"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
@@ -26,4 +48,4 @@ conformance: $(STAMP)
 	$(BIN)/onnx-bridge conformance
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LOWEST) .pytest_cache .hypothesis build *.egg-info

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
 import sys
 
+from .commands._files import EXIT_CODES
 from .errors import BridgeError
 
 COMMANDS = ("demo", "convert", "run", "conformance", "bench")
@@ -21,8 +24,11 @@ def _load(name):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="onnx-bridge", description=(
-        "OpenVINO-semantics ops in the ONNX world: run, convert, check."))
+    parser = argparse.ArgumentParser(
+        prog="onnx-bridge", description="OpenVINO-semantics ops in the ONNX world: run, convert, check.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes (every command; errors are one line on stderr):\n" + "\n".join(
+            f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items()))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
@@ -47,16 +53,46 @@ def usage_markdown() -> str:
     return "\n".join(parts) + "\n"
 
 
+#: Frame text that native and Python layers put into messages: C++ "Exception from src/x.cpp:12:" and
+#: "Check 'cond' failed at src/x.cpp:12:" prefixes, Python traceback headers and frame lines, and the
+#: "At: /x.py(58): create ..." frame list pybind11 appends to a Python error raised inside C++ (to the end).
+_FRAMES = re.compile(r"(?:Exception from|Check '.*?' failed at) \S+?:\d+:?\s*"
+                     r"|^[ \t]*Traceback \(most recent call last\):[^\n]*$"
+                     r"|^[ \t]*File \"[^\"]*\", line \d+[^\n]*(?:\n[ \t]{4,}[^\n]*)?$"
+                     r"|\s*\bAt:\s+\S+\.py\(\d+\):.*\Z", re.MULTILINE | re.DOTALL)
+
+
+def clean_message(error) -> str:
+    """An error message without frame text, continuation lines joined; indented list lines stay lines."""
+    text = _FRAMES.sub("", str(error))
+    lines = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if lines and not line[:1].isspace():
+            lines[-1] = f"{lines[-1].rstrip()} {line.strip()}"
+        else:
+            lines.append(line.rstrip())
+    return "\n".join(lines) or type(error).__name__
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    prefix = f"onnx-bridge {args.command}"
     try:
         return int(args._main(args) or 0)
     except BridgeError as error:
-        print(f"onnx-bridge {args.command}: error: {error}", file=sys.stderr)
-        return 2
+        print(f"{prefix}: error: {clean_message(error)}", file=sys.stderr)
+        return getattr(error, "exit_code", 2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as error:  # a bug of ours: one line, the traceback on request
+        if os.environ.get("ONNX_BRIDGE_TRACEBACK"):
+            raise
+        print(f"{prefix}: internal error: {type(error).__name__}: {clean_message(error)} "
+              "(ONNX_BRIDGE_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return 70
 
 
 if __name__ == "__main__":

@@ -74,15 +74,15 @@ def test_require_standard_fails_and_writes_nothing(dialect_file, tmp_path, capsy
     assert not out.exists() and list(tmp_path.iterdir()) == [dialect_file]
 
 
-@pytest.mark.parametrize("content,message", [(b"\x00garbage\xff" * 10, "not a readable ONNX model"),
-                                             (None, "not found")])
-def test_bad_input_is_a_clear_error(tmp_path, capsys, content, message):
+@pytest.mark.parametrize("content,code,message", [(b"\x00garbage\xff" * 10, 2, "not a readable ONNX model"),
+                                                  (None, 3, "does not exist")])
+def test_bad_input_is_a_clear_error(tmp_path, capsys, content, code, message):
     source = tmp_path / "bad.onnx"
     if content is not None:
         source.write_bytes(content)
     out = tmp_path / "out.onnx"
     out.write_bytes(b"previous")
-    assert cli.main(["convert", str(source), "-o", str(out)]) == 2
+    assert cli.main(["convert", str(source), "-o", str(out)]) == code
     error = capsys.readouterr().err
     assert error.startswith("onnx-bridge convert: error:") and message in error
     assert out.read_bytes() == b"previous"  # untouched
@@ -118,3 +118,64 @@ def test_to_openvino_ir(tmp_path, capsys):
     assert cli.main(["convert", str(source), "-o", str(xml), "--to", "openvino-ir"]) == 0
     assert xml.exists() and xml.with_suffix(".bin").exists()
     assert "1 raised" in capsys.readouterr().out
+
+
+@pytest.fixture
+def never_runs_file(tmp_path):
+    """A ScatterElementsUpdate without its required `updates` input: it fails on every input."""
+    values = {"data": np.arange(6, dtype=np.float32).reshape(2, 3), "idx": np.array([[0, 2, 2]]),
+              "axis": np.int64(1)}
+    node = dialect_node("ScatterElementsUpdate", ["data", "idx", "", "axis"], ["out"], "no_updates")
+    model, _ = model_of([node], values, constants=("axis",), outputs={"out": (np.float32, None)})
+    path = tmp_path / "never.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("to", ["standard", "openvino"])
+def test_a_node_that_can_never_run_is_an_error(never_runs_file, tmp_path, capsys, to):
+    out = tmp_path / "out.onnx"
+    assert cli.main(["convert", str(never_runs_file), "-o", str(out), "--to", to,
+                     "--report", str(tmp_path / "r.json")]) == 7
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'no_updates' (ScatterElementsUpdate): required input 'updates' is missing" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["never.onnx"]
+
+
+def test_allow_invalid_writes_it_with_a_warning(never_runs_file, tmp_path, capsys):
+    out = tmp_path / "out.onnx"
+    assert cli.main(["convert", str(never_runs_file), "-o", str(out), "--allow-invalid"]) == 0
+    assert "warning: written with a node that can never run: 'no_updates'" in capsys.readouterr().out
+    assert out.is_file()
+
+
+@pytest.mark.parametrize("message, clean", [
+    ("OpenVINO cannot read m.xml: Exception from src/inference/src/model_reader.cpp:148:\n"
+     "Unable to read the model: \"m.xml\"\n\n", "OpenVINO cannot read m.xml: Unable to read the model: \"m.xml\""),
+    ("Check 'rank' failed at src/core/a.cpp:12:\nWhile validating: shape mismatch\nAt:\n  /a/b.py(58): create\n"
+     "  /a/c.py(17): unique", "While validating: shape mismatch"),
+    ("The axis must be a Constant. At: /a/node_factory.py(58): create /a/ops.py(176): unique /a/deco",
+     "The axis must be a Constant."),
+    ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    f()\nValueError: bad",
+     "ValueError: bad"),
+    ("cannot import m into ONNX\n  1 unsupported op\n  supported ops: y",
+     "cannot import m into ONNX\n  1 unsupported op\n  supported ops: y"),  # an indented list stays
+], ids=["cpp-prefix", "check-and-pybind-frames", "pybind-frames-one-line", "python-traceback", "list"])
+def test_messages_lose_frame_text(message, clean):
+    assert cli.clean_message(message) == clean
+
+
+@pytest.mark.openvino
+def test_to_openvino_ir_refusal_is_one_clean_line(tmp_path, capsys):
+    """OpenVINO's refusal of a Unique whose axis is not a constant comes with pybind11 frames."""
+    values = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "axis": np.array([1])}
+    node = dialect_node("Unique", ["x", "axis"], ["y", "i", "r", "c"], "uniq")
+    model, _ = model_of([node], values, outputs={"y": (np.float32, None), "i": (np.int64, None),
+                                                  "r": (np.int64, None), "c": (np.int64, None)})
+    source = tmp_path / "uniq.onnx"
+    onnx.save(model, str(source))
+    assert cli.main(["convert", str(source), "-o", str(tmp_path / "u.xml"), "--to", "openvino-ir"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("onnx-bridge convert: error: OpenVINO could not read the model: The 'axis' input of the "
+                   "Unique operator must be connected to a Constant.\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["uniq.onnx"]

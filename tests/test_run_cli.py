@@ -134,10 +134,10 @@ def test_failing_op_reports_and_writes_nothing(tmp_path, capsys):
     assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "i.npz"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "nowhere.onnx"], "model file not found"),
-    (["run", str(MODELS / "kv_cache.onnx"), "--dim", "N"], "--dim expects NAME=SIZE"),
+@pytest.mark.parametrize("argv, code, message", [
+    (["run", "nowhere.onnx"], 3, "model nowhere.onnx does not exist"),
+    (["run", str(MODELS / "kv_cache.onnx"), "--dim", "N"], 2, "--dim expects NAME=SIZE"),
 ])
-def test_usage_errors(capsys, argv, message):
-    assert main(argv) == 2
+def test_usage_errors(capsys, argv, code, message):
+    assert main(argv) == code
     assert message in capsys.readouterr().err

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import BridgeError
+from ._files import check_output
 
 HELP = ("time every dialect op through the bridge, stock marshaling, lowered and native onnxruntime, "
         "OpenVINO, torch and numpy; print a Markdown table (--json for data)")
@@ -34,6 +35,10 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
+    for option in ("json", "markdown"):  # bad paths fail now, not after minutes of timing
+        path = getattr(args, option, None)
+        if path and path != "-":
+            check_output(path, f"--{option}")
     benchmark = _benchmark()
     if benchmark is None:
         raise BridgeError(f"the benchmark is part of the source tree ({_ROOT / 'benchmarks'} not found): "

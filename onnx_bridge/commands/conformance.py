@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..errors import BridgeError
+from ._files import Outputs, check_input
 
 HELP = "check that runtimes agree with the dialect's contract, case by case, and explain every difference"
 
 EPILOG = """\
 cells: match, known divergence (declared with a reason in onnx_bridge.divergences), unsupported (the runtime
 has no equivalent), mismatch, error, crash. Exit code 0 when every cell is a match, a known divergence or
-unsupported; 1 on any unexpected mismatch, error or crash; 2 on a usage error.
+unsupported; 1 on any unexpected mismatch, error or crash; 2 on a usage error; 3-6 on a bad input or
+--report path, checked before any case runs (onnx-bridge --help lists the codes).
 
 examples:
   onnx-bridge conformance                              # default corpus (seed, ONNX backend, generated)
@@ -76,6 +79,13 @@ def main(args) -> int:
         sources = () if args.models else ("seed", "onnx", "generated")
     if args.inputs and not args.models:
         raise BridgeError("--inputs needs a model")
+    sources_on_disk = [check_input(m, "model") for m in args.models] + (
+        [check_input(args.inputs, "inputs file")] if args.inputs else [])
+    files = Outputs(inputs=sources_on_disk)
+    finished = {}
+    for path in _report_paths(args.report) if args.report else []:  # checked now, written at the end
+        files.add(path, lambda staging, name=path.name: report.write(finished["results"], staging / name),
+                  "report")
     backends = tuple(ADAPTERS)
     if args.backends:
         backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
@@ -105,6 +115,19 @@ def main(args) -> int:
                         "models": list(args.models), "only": list(args.only), "model_tolerance": tolerance}
     print(report.terminal(results, sys.stdout, details=args.details))
     if args.report:
-        written = report.write(results, args.report)
-        print("report: " + ", ".join(str(p) for p in written))
+        finished["results"] = results
+        files.commit()
+        print("report: " + ", ".join(str(p) for p in _report_paths(args.report)))
     return results.exit_code
+
+
+def _report_paths(target) -> list[Path]:
+    """What --report writes: a .json/.md/.html path is that file, anything else a directory of all three
+    (as conformance.report.write decides)."""
+    target = Path(target)
+    if target.suffix.lower() in _REPORT_FORMATS:
+        return [target]
+    return [target / f"conformance{suffix}" for suffix in _REPORT_FORMATS]
+
+
+_REPORT_FORMATS = (".json", ".md", ".html")

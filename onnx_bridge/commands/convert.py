@@ -1,9 +1,17 @@
-"""onnx-bridge convert IN -o OUT --to standard|openvino|openvino-ir [--mode ...] [--strict] [--report F.json]"""
+"""onnx-bridge convert IN -o OUT --to standard|openvino|openvino-ir [--mode ...] [--strict] [--report F.json]
+
+Every output (-o, the .bin of an IR, --report) is checked before converting and written all-or-nothing
+(onnx_bridge/commands/_files.py)."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
+
+import onnx
+
+from converters.model_io import save_model
+from onnx_bridge.errors import ConversionError
+
+from ._files import Outputs, check_input
 
 HELP = "convert between the OpenVINO dialect and standard ONNX (or OpenVINO IR), with a per-node report"
 
@@ -14,9 +22,7 @@ _MODES = ("default", "keep-all", "require-standard")
 def add_arguments(parser) -> None:
     parser.add_argument("input", nargs="?", help="model to convert: .onnx (or OpenVINO IR .xml)")
     parser.add_argument("-o", "--output",
-                        help="where to write the result (.onnx; .xml with --to openvino-ir); written atomically. "
-                             "An OpenVINO IR that cannot be imported writes nothing and exits 3, listing "
-                             "every unsupported op and configuration")
+                        help="where to write the result (.onnx; .xml with --to openvino-ir); written atomically")
     parser.add_argument("--to", choices=_TARGETS, default="standard",
                         help="standard: lower dialect nodes to standard ONNX where exact (default); openvino: "
                              "raise ScatterElements/ReduceL2/Unique into the dialect; openvino-ir: raise, "
@@ -28,49 +34,104 @@ def add_arguments(parser) -> None:
                         help="also keep nodes whose converted graph is not bit-identical on every input "
                              "(float ReduceL2 rounding; NaN in raised float min/max)")
     parser.add_argument("--report", metavar="FILE.json", help="also write the report as JSON")
+    parser.add_argument("--allow-invalid", action="store_true",
+                        help="write the result even when a dialect node in it can never run (a required "
+                             "input missing, an invalid attribute; exit 7 without this flag)")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the OpenVINO ops (and versions) an IR may contain, what each becomes in "
                              "ONNX and what it refuses, then exit")
 
 
-def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-#: exit code of an OpenVINO IR the importer refuses (unsupported ops or configurations); bad input is 2
-REFUSED = 3
-
-
 def main(args) -> int:
-    import sys
-
     from converters import convert
-    from custom_ops.errors import BridgeError, ConversionError
 
     if args.list_ops:
-        from converters.openvino_ir._registry import op_table
         import converters.openvino_ir  # noqa: F401  (registers the rules)
+        from converters.openvino_ir._registry import op_table
         print(op_table(), end="")
         return 0
     if not args.input or not args.output:
-        raise BridgeError("give the model to convert and -o OUTPUT (or --list-ops)")
-    try:
-        _, report = convert(args.input, to=args.to, mode=args.mode, strict=args.strict, output=args.output)
-    except ConversionError as error:
-        if Path(args.input).suffix.lower() != ".xml":
-            raise
-        print(f"onnx-bridge convert: refused: {error}", file=sys.stderr)
-        return REFUSED
-    print(report.to_table())
+        raise ConversionError("give the model to convert and -o OUTPUT (or --list-ops)")
+    source = check_input(args.input, "input model")
+    outputs = Outputs(inputs=[source] + ([source.with_suffix(".bin")] if source.suffix.lower() == ".xml" else []))
+    to_ir = args.to == "openvino-ir"
+    if to_ir and Path(args.output).suffix.lower() != ".xml":
+        raise ConversionError(f"--to openvino-ir writes OpenVINO IR: give an output ending in .xml, not {args.output}")
+    converted = {}
+    if to_ir:
+        outputs.add(args.output, lambda staging: _write_ir(converted["model"], staging / Path(args.output).name),
+                    "output", companions=(".bin",))
+    else:
+        outputs.add(args.output, lambda staging: save_model(converted["model"], staging / Path(args.output).name))
     if args.report:
-        _write_text(Path(args.report), report.to_json() + "\n")
-    print(f"wrote {args.output}")
+        outputs.add(args.report, lambda staging: (staging / Path(args.report).name).write_text(
+            converted["report"].to_json() + "\n"), "report")
+
+    try:
+        model, report = convert(source, to="openvino" if to_ir else args.to, mode=args.mode, strict=args.strict)
+    except ConversionError as error:
+        if source.suffix.lower() == ".xml":  # the importer lists every unsupported op and configuration
+            raise RefusedModelError(f"refused: {error}") from None
+        raise
+    print(report.to_table())
+    invalid = never_runs(model, report)
+    if invalid and not args.allow_invalid:
+        raise InvalidModelError(f"{len(invalid)} dialect node(s) can never run, nothing written "
+                                f"(--allow-invalid writes it anyway): " + "; ".join(invalid))
+    if to_ir:
+        from converters.openvino_ir._exporter import to_openvino
+        model = to_openvino(model)  # OpenVINO's refusals surface here, before anything is written
+    converted.update(model=model, report=report)
+    outputs.commit()
+    for line in invalid:
+        print(f"warning: written with a node that can never run: {line}")
+    print(f"wrote {args.output}" + (f" and {Path(args.output).with_suffix('.bin')}" if to_ir else ""))
     return 0
+
+
+class InvalidModelError(ConversionError):
+    exit_code = 7
+
+
+class RefusedModelError(ConversionError):
+    """An OpenVINO IR with ops or configurations the importer does not support."""
+    exit_code = 8
+
+
+def _write_ir(ov_model, xml: Path) -> None:
+    from converters.openvino_ir._exporter import export_ir
+    export_ir(ov_model, xml)
+
+
+def never_runs(model, report) -> list[str]:
+    """Dialect nodes of `model` that fail on every input: a required input missing or an invalid
+    attribute (checked against the op's spec), or a node the conversion kept because it always fails."""
+    import custom_ops
+    from converters.model_io import opset_of
+    from onnx_bridge.config import DOMAIN
+    from onnx_bridge.errors import OpError
+
+    found = {}
+    opset = opset_of(model, DOMAIN)
+    for node in model.graph.node:
+        if node.domain != DOMAIN:
+            continue
+        label = f"{node.name or '(unnamed)'!r} ({node.op_type})"
+        try:
+            spec = custom_ops.resolve(node.op_type, opset or 0)
+        except OpError as error:
+            found[node.name] = f"{label}: {error}"
+            continue
+        for position, port in enumerate(spec.inputs):
+            if not port.optional and (position >= len(node.input) or not node.input[position]):
+                found[node.name] = f"{label}: required input '{port.name}' is missing"
+                break
+        else:
+            try:
+                spec.attribute_values({a.name: onnx.helper.get_attribute_value(a) for a in node.attribute})
+            except OpError as error:
+                found[node.name] = f"{label}: {error}"
+    for entry in report.nodes:
+        if entry.domain == DOMAIN and entry.action == "kept" and "always fails" in entry.reason:
+            found.setdefault(entry.name, f"{entry.name!r} ({entry.op_type}): {entry.reason}")
+    return list(found.values())

@@ -8,14 +8,18 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from ._files import InputFileError
+
 HELP = "run the bundled model gallery through the custom ops, the lowered model and OpenVINO"
-DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "models"
+_CHECKOUT_MODELS = Path(__file__).resolve().parents[2] / "models"
+#: The gallery: models/ of a checkout, or the copy an installed wheel carries (see setup.py).
+DEFAULT_MODELS = _CHECKOUT_MODELS if _CHECKOUT_MODELS.is_dir() else Path(__file__).resolve().parents[1] / "gallery"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS,
                         help="directory holding <name>.onnx, <name>_inputs.npz and <name>.xml "
-                             "(default: the models/ directory of this checkout)")
+                             "(default: the bundled gallery, models/ in a checkout)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per path (median shown)")
 
 
@@ -79,6 +83,8 @@ def _paths(onnx_path: Path, xml_path: Path):
 
 
 def main(args) -> int:
+    if not args.models.is_dir():
+        raise InputFileError(f"--models {args.models} is not a directory")
     models = sorted(args.models.glob("*.onnx"))
     if not models:
         print(f"no models in {args.models}")

@@ -27,6 +27,8 @@ from converters.model_io import load_model
 from onnx_bridge.config import DOMAIN
 from onnx_bridge.errors import BridgeError, ModelError
 
+from ._files import Outputs, check_input
+
 HELP = "Run a model (dialect or standard ONNX, or OpenVINO IR .xml) on given or random inputs."
 DEFAULT_DIM_SIZE = 4
 
@@ -46,7 +48,8 @@ def add_arguments(parser) -> None:
     parser.epilog = "Random inputs (without --inputs):\n" + __doc__.split("(--seed):\n", 1)[1]
     parser.add_argument("model", type=Path, help="an .onnx model or an OpenVINO IR .xml")
     parser.add_argument("--inputs", type=Path, help=".npz with one array per model input (default: random)")
-    parser.add_argument("--output", type=Path, help="write the outputs to this .npz")
+    parser.add_argument("--output", type=Path, help="write the outputs to this .npz (never the model or an "
+                                                    "input file, refused with exit 6)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     parser.add_argument("--dim-size", type=int, default=DEFAULT_DIM_SIZE,
                         help=f"size of symbolic dims in random inputs (default {DEFAULT_DIM_SIZE})")
@@ -58,6 +61,15 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
+    sources = [check_input(args.model, "model")]
+    if args.model.suffix.lower() == ".xml":
+        sources.append(args.model.with_suffix(".bin"))
+    if args.inputs:
+        sources.append(check_input(args.inputs, "inputs file"))
+    files = Outputs(inputs=sources)  # --output never replaces the model or an input file
+    results = {}
+    if args.output:
+        files.add(args.output, lambda staging: save_npz(staging / args.output.name, results), "--output")
     model = load(args.model)
     if args.inputs:
         feeds, origin = read_inputs(model, args.inputs), f"from {args.inputs}"
@@ -82,7 +94,8 @@ def main(args) -> int:
         print(f"  out  {describe(name, value)}")
     print(f"ran in {elapsed * 1e3:.1f} ms")
     if args.output:
-        save_npz(args.output, dict(zip(names, outputs)))
+        results.update(zip(names, outputs))
+        files.commit()
         print(f"wrote {args.output}")
     return 0
 
