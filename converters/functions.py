@@ -17,6 +17,7 @@ with the same attributes, e.g. another data type or axis).
 from __future__ import annotations
 
 import copy
+import re
 
 import onnx
 from onnx import helper
@@ -91,7 +92,8 @@ def _label(node: onnx.NodeProto, version: int) -> str:
 
 
 class _Renamer:
-    """Maps the names of one lowering to the function's: formal ports, then short names of the rest."""
+    """Maps the names of one lowering to the function's: formal ports, then the rules' hints numbered in
+    order of appearance (so that equal lowerings give equal bodies whatever the node was called)."""
 
     def __init__(self, mapping: dict[str, str], base: str):
         self.mapping, self.prefix = dict(mapping), f"{base}/"
@@ -102,10 +104,11 @@ class _Renamer:
             return name
         if name not in self.mapping:
             short = name[len(self.prefix):] if name.startswith(self.prefix) else name
-            candidate, counter = short, 1
+            stem = re.sub(r"_\d+$", "", short) or short  # the rule's hint, without the model's counter
+            candidate, counter = stem, 1
             while candidate in self.taken:
                 counter += 1
-                candidate = f"{short}_{counter}"
+                candidate = f"{stem}_{counter}"
             self.taken.add(candidate)
             self.mapping[name] = candidate
         return self.mapping[name]
