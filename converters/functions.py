@@ -163,6 +163,7 @@ class Definitions:
         self.functions: list[onnx.FunctionProto] = []
         self._by_body: dict[bytes, onnx.FunctionProto] = {}
         self._labels: dict[tuple[str, str], int] = {}
+        self._generic: tuple[RuleContext, RuleContext] | None = None
 
     def call(self, node: onnx.NodeProto, version: int, rule, ctx: RuleContext) -> tuple:
         """(call node, function, Converted) for `node`, whose rule converted it in `ctx`; or (None, reason).
@@ -176,7 +177,9 @@ class Definitions:
         for index, name in enumerate(site.output):
             if not name:
                 site.output[index] = ctx.names.fresh(f"{node.name or node.op_type}/unused_{index}")
-        result = rule(site, generic(ctx))
+        if self._generic is None or self._generic[0] is not ctx:  # one copy per scope, not per node
+            self._generic = (ctx, generic(ctx))
+        result = rule(site, self._generic[1])
         if not isinstance(result, Converted):
             return None, f"no shape-independent body ({result.reason})"
         formal_inputs = [port.name for port in spec.inputs[:len(node.input)]]
