@@ -20,6 +20,7 @@ import copy
 import re
 
 import onnx
+import onnx.inliner
 from onnx import helper
 
 import custom_ops
@@ -218,3 +219,35 @@ class Definitions:
         call.CopyFrom(node)
         call.overload = known.overload
         return (call, known, result), None
+
+
+def _holds_dialect_nodes(nodes) -> bool:
+    return any(node.domain == DOMAIN for node in _all_nodes(nodes))
+
+
+def plain_dialect_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with every dialect node in its graph (or subgraphs), where a custom-op runtime finds it:
+    calls of dialect-op definitions become plain dialect nodes (unwrap) and model-local functions holding
+    dialect nodes, and the functions calling those, are inlined. Returns `model` (changed in place) or a
+    new model."""
+    unwrap(model)
+    holders = {(f.domain, f.name) for f in model.functions if _holds_dialect_nodes(f.node)}
+    if not holders:
+        return model
+    while True:  # also inline the functions that call a holder, so that no dialect node stays in a body
+        callers = {(f.domain, f.name) for f in model.functions
+                   if (f.domain, f.name) not in holders and any((n.domain, n.op_type) in holders
+                                                                for n in _all_nodes(f.node))}
+        if not callers:
+            break
+        holders |= callers
+    inlined = onnx.inliner.inline_selected_functions(model, sorted(holders))
+    inlined.ir_version = model.ir_version
+    return inlined
+
+
+def _all_nodes(nodes):
+    for node in nodes:
+        yield node
+        for sub in subgraphs(node):
+            yield from _all_nodes(sub.node)
