@@ -1,4 +1,5 @@
-"""onnx-bridge convert IN -o OUT --to standard|openvino|openvino-ir [--mode ...] [--strict] [--report F.json]"""
+"""onnx-bridge convert IN -o OUT --to standard|openvino|openvino-ir [--mode ...] [--strict] [--as-functions]
+[--report F.json]"""
 from __future__ import annotations
 
 import os
@@ -25,6 +26,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="also keep nodes whose converted graph is not bit-identical on every input "
                              "(float ReduceL2 rounding; NaN in raised float min/max)")
+    parser.add_argument("--as-functions", action="store_true",
+                        help="(--to standard) keep each dialect node with an exact lowering as a call of a "
+                             "model-local function whose body is that lowering: plain onnxruntime runs it, "
+                             "tools still see the op, --to openvino restores the plain node")
     parser.add_argument("--report", metavar="FILE.json", help="also write the report as JSON")
 
 
@@ -43,7 +48,8 @@ def _write_text(path: Path, text: str) -> None:
 def main(args) -> int:
     from converters import convert
 
-    _, report = convert(args.input, to=args.to, mode=args.mode, strict=args.strict, output=args.output)
+    _, report = convert(args.input, to=args.to, mode=args.mode, strict=args.strict, output=args.output,
+                        as_functions=args.as_functions)
     print(report.to_table())
     if args.report:
         _write_text(Path(args.report), report.to_json() + "\n")
