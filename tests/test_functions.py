@@ -139,3 +139,22 @@ def test_every_scatter_elements_update_configuration_is_a_function():
     overloads = {f.overload.rsplit("_", 1)[0] if f.overload.count("_") > 2 else f.overload
                  for f in converted.functions}
     assert overloads == {f"v12_{r}_init{u}" for r in gc.REDUCTIONS for u in (0, 1)}
+
+
+def test_cli_as_functions(tmp_path, capsys):
+    from onnx_bridge import cli
+
+    groups = [(label, cases[:2]) for label, cases in gc.seu_groups() if label.startswith("int8-")][:4]
+    model, feeds, _, _ = cases_model(groups)
+    expected = run_dialect(model, feeds)
+    with_output_shapes(model, expected)
+    source, out = tmp_path / "dialect.onnx", tmp_path / "portable.onnx"
+    onnx.save(model, str(source))
+    assert cli.main(["convert", str(source), "-o", str(out), "--as-functions"]) == 0
+    assert "8 nodes: 8 function" in capsys.readouterr().out
+    converted = onnx.load(str(out))
+    assert converted.functions and all(n.overload for n in converted.graph.node if n.domain == DOMAIN)
+    for a, b in zip(run_standard(converted, feeds), expected):
+        assert_same([a], [b])
+    assert cli.main(["convert", str(source), "-o", str(out), "--to", "openvino", "--as-functions"]) == 2
+    assert "as_functions applies to to='standard' only" in capsys.readouterr().err
