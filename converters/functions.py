@@ -27,7 +27,7 @@ import custom_ops
 from custom_ops.config import DOMAIN
 
 from .graph import subgraphs
-from .rules import Converted, Keep, RuleContext
+from .rules import Converted, RuleContext
 
 #: What the report says about a node defined by a function.
 ACTION = "function"

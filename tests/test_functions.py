@@ -14,10 +14,8 @@ import pytest
 from test_lowering_harness import assert_same, model_of, run_dialect, run_standard, with_output_shapes
 from test_lowering_reduce_l2 import RTOL
 
-import onnx_bridge
 from converters import convert
 from converters.functions import is_definition
-from custom_ops._schemas import register_schemas
 from custom_ops._types import is_float
 from onnx_bridge.config import DOMAIN
 
