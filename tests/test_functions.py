@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import generated_cases as gc
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from test_lowering_harness import assert_same, model_of, run_dialect, run_standard, with_output_shapes
 from test_lowering_reduce_l2 import RTOL
 
+import onnx_bridge
 from converters import convert
 from converters.functions import is_definition
 from custom_ops._types import is_float
@@ -163,3 +165,19 @@ def test_cli_as_functions(tmp_path, capsys):
         assert_same([a], [b])
     assert cli.main(["convert", str(source), "-o", str(out), "--to", "openvino", "--as-functions"]) == 2
     assert "as_functions applies to to='standard' only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["gnn_aggregation", "kv_cache", "voxel_pooling"])
+def test_gallery_models_as_functions(name):
+    """The gallery models: every dialect node a call, plain onnxruntime agrees with the custom ops (float
+    ReduceL2 to its summation-order tolerance), and the dialect nodes come back unchanged."""
+    folder = Path(__file__).resolve().parents[1] / "models"
+    model = onnx.load(str(folder / f"{name}.onnx"))
+    feeds = dict(np.load(folder / f"{name}_inputs.npz"))
+    expected = onnx_bridge.InferenceSession(model, lower=False).run(None, feeds)
+    converted, report = convert(model, to="standard", as_functions=True)
+    assert set(report.counts) == {"function"}, report.to_table()
+    onnx.checker.check_model(converted, full_check=True)
+    assert_same(run_standard(converted, feeds), expected, rtol=4e-6 if name == "voxel_pooling" else 0.0)
+    back, _ = convert(converted, to="openvino")
+    assert [n for n in back.graph.node if n.domain == DOMAIN] == [n for n in model.graph.node if n.domain == DOMAIN]
