@@ -2,6 +2,7 @@
 
     model, report = convert("model.onnx", to="standard")        # lower dialect nodes where exact
     model, report = convert(std_model, to="openvino")           # raise ScatterElements/ReduceL2/Unique
+    model, report = convert("model.onnx", to="standard", as_functions=True)   # portable: calls of functions
     model, report = convert(std_model, to="openvino-ir", output="model.xml")
     print(report.to_table())
 
@@ -45,7 +46,7 @@ def _is_ir(model) -> bool:
 
 
 def convert(model, to: str = "standard", mode: str = "default", strict: bool | str = False,
-            output=None, ops=None) -> tuple[onnx.ModelProto, Report]:
+            output=None, ops=None, as_functions: bool = False) -> tuple[onnx.ModelProto, Report]:
     """Convert `model` (ModelProto, bytes, .onnx path, or OpenVINO IR .xml path) and report per node.
 
     to:     "standard" lowers dialect nodes to standard ONNX (opset 18) wherever the result is exact;
@@ -60,6 +61,11 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
     output: where to write the result (atomically); required for "openvino-ir".
     ops:    only convert nodes of these op types (others are reported as kept); None = all; or a
             function node -> reason (str) to keep that node, or None/"" to convert it.
+    as_functions: (to="standard") each dialect node with an exact lowering stays a node of the dialect,
+            defined by a model-local function (org.openvinotoolkit, op type, overload) whose body is
+            that lowering: plain onnxruntime runs the model, tools still see the op, and to="openvino"
+            gives the plain dialect nodes back (converters.functions).
+    Dialect nodes inside subgraphs and model-local function bodies are converted too.
     The input is never modified. Returns (new model, Report).
     """
     if to not in TARGETS:
@@ -68,11 +74,13 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
         raise ConversionError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if strict not in (False, True, "semantics"):
         raise ConversionError(f"unknown strict {strict!r}; choose False, True or 'semantics'")
+    if as_functions and to != "standard":
+        raise ConversionError("as_functions applies to to='standard' only")
     if to == "openvino-ir" and (output is None or Path(output).suffix.lower() != ".xml"):
         raise ConversionError("to='openvino-ir' writes OpenVINO IR: give output='model.xml'")
     model = _openvino_ir().import_ir(model) if _is_ir(model) else load_model(model)
     if to == "standard":
-        report = lower(model, mode, strict, ops)
+        report = lower(model, mode, strict, ops, as_functions)
     else:
         report = raise_(model, mode, strict, ops)
     if to == "openvino-ir":

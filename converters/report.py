@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass, field
 
 #: Every action a node can get. lowered: one standard op does the work (Casts around it allowed);
 #: decomposed: a standard subgraph; kept: the dialect node stays; raised: a standard node became a dialect
-#: node; unchanged: a standard node a raising rule looked at and left alone.
-ACTIONS = ("lowered", "decomposed", "kept", "raised", "unchanged")
+#: node; unchanged: a standard node a raising rule looked at and left alone; function (as_functions): the
+#: dialect node stays, as a call of a model-local function whose body is its exact lowering.
+ACTIONS = ("lowered", "decomposed", "function", "kept", "raised", "unchanged")
 
 
 @dataclass

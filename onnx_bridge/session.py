@@ -21,6 +21,7 @@ from converters.passes import uses_domain
 from custom_ops._schemas import register_schemas
 from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
 
+from converters.functions import plain_dialect_nodes
 from converters.model_io import load_model, opset_of
 from converters.passes import make_runnable
 from .config import DIALECT_OPSET, DOMAIN
@@ -195,7 +196,7 @@ def prepare_model(model) -> onnx.ModelProto:
     returns empty outputs and records the error; custom_ops._ort.take_errors() returns it.
     onnx_bridge.InferenceSession raises it for you.
     """
-    model = make_runnable(load_model(model))
+    model = plain_dialect_nodes(make_runnable(load_model(model)))  # none in function bodies
     rewriter = _Rewriter(model)
     rewriter.graph(model.graph)
     if rewriter.count and opset_of(model, "") is None:

@@ -118,14 +118,17 @@ def lower_v3(node, ctx):
         if source is not None:
             blocks = b.op("Gather", [blocks, source], axis=1, hint="update_rows_last")
         table = b.op("Reshape", [data, shape_of(pre, rows, post)], allowzero=1, hint="data_rows")
-        grid = shape_of(pre, count, b.int64s([1], hint="one"))
         zero, one = b.const(np.int64(0), hint="zero"), b.const(np.int64(1), hint="one")
         scalar_pre = b.op("Squeeze", [pre, b.int64s([0], hint="axes")], hint="pre_scalar")
         outer = b.op("Reshape", [b.op("Range", [zero, scalar_pre, one], hint="outer"),
                                  b.int64s([-1, 1, 1])], hint="outer")
         inner = b.op("Reshape", [idx, b.int64s([1, -1, 1])], hint="inner")
-        coordinates = b.op("Concat", [b.op("Expand", [outer, grid], hint="outer"),
-                                      b.op("Expand", [inner, grid], hint="inner")], axis=2, hint="coordinates")
+        # Tile, not Expand: onnxruntime's shape inference of Expand takes 1 against a 0 dim (measured:
+        # pre = 0 failed to load, "Inferred=1 Declared=0").
+        outer_repeats = shape_of(b.int64s([1], hint="one"), count, b.int64s([1], hint="one"))
+        inner_repeats = shape_of(pre, b.int64s([1, 1], hint="ones"))
+        coordinates = b.op("Concat", [b.op("Tile", [outer, outer_repeats], hint="outer"),
+                                      b.op("Tile", [inner, inner_repeats], hint="inner")], axis=2, hint="coordinates")
     written = b.op("ScatterND", [table, coordinates, blocks], hint="scattered")
     b.op("Reshape", [written, b.dims(data, hint="data_shape")], node.output[0], allowzero=1)
     how = "rows of [d, post]" if axis == 0 else "rows of [pre, d, post]"

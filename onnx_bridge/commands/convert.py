@@ -1,4 +1,5 @@
-"""onnx-bridge convert IN -o OUT --to standard|openvino|openvino-ir [--mode ...] [--strict] [--report F.json]
+"""onnx-bridge convert IN -o OUT --to standard|openvino|openvino-ir [--mode ...] [--strict] [--as-functions]
+[--report F.json]
 
 Every output (-o, the .bin of an IR, --report) is checked before converting and written all-or-nothing
 (onnx_bridge/commands/_files.py)."""
@@ -33,6 +34,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="also keep nodes whose converted graph is not bit-identical on every input "
                              "(float ReduceL2 rounding; NaN in raised float min/max)")
+    parser.add_argument("--as-functions", action="store_true",
+                        help="(--to standard) keep each dialect node with an exact lowering as a call of a "
+                             "model-local function whose body is that lowering: plain onnxruntime runs it, "
+                             "tools still see the op, --to openvino restores the plain node")
     parser.add_argument("--report", metavar="FILE.json", help="also write the report as JSON")
     parser.add_argument("--allow-invalid", action="store_true",
                         help="write the result even when a dialect node in it can never run (a required "
@@ -68,7 +73,8 @@ def main(args) -> int:
             converted["report"].to_json() + "\n"), "report")
 
     try:
-        model, report = convert(source, to="openvino" if to_ir else args.to, mode=args.mode, strict=args.strict)
+        model, report = convert(source, to="openvino" if to_ir else args.to, mode=args.mode, strict=args.strict,
+                                as_functions=args.as_functions)
     except ConversionError as error:
         if source.suffix.lower() == ".xml":  # the importer lists every unsupported op and configuration
             raise RefusedModelError(f"refused: {error}") from None
