@@ -498,11 +498,12 @@ def _empty_slices_index_out_of_range(case: Case) -> bool:
 
 
 def _lowered_gather_smaller_indices(case: Case) -> bool:
-    """The lowered ScatterElementsUpdate has a GatherElements at the indices (mean; float min/max with
-    use_init_val=1 or a NaN update) and the indices are smaller than data on a dimension other than axis."""
+    """The lowered ScatterElementsUpdate gathers from a data-sized tensor at the indices (float min/max with
+    use_init_val=1 or a NaN update; mean gathers from box-sized tensors, which fit the indices) and the
+    indices are smaller than data on a dimension other than axis."""
     data, indices, reduction = case.inputs["data"], case.inputs["indices"], case["reduction"]
-    gathers = reduction == "mean" or (is_float(data.dtype) and reduction in ("min", "max") and
-                                      (case["use_init_val"] or _nan_in(case, "updates")))
+    gathers = is_float(data.dtype) and reduction in ("min", "max") and \
+        (case["use_init_val"] or _nan_in(case, "updates"))
     if not gathers or indices.size == 0:
         return False
     axis = int(case.inputs["axis"].reshape(-1)[0]) % data.ndim
@@ -700,7 +701,8 @@ DIVERGENCES: tuple[Divergence, ...] = (
         "use_init_val=0 min/max: NaN updates ignored, all-NaN gives -+FLT_MAX",
         "With use_init_val=0 a touched position starts from the neutral value (max of T for min, lowest "
         "for max) and the CPU ignores NaN updates, so a position that only receives NaN keeps the neutral "
-        "value (+FLT_MAX for min, -FLT_MAX for max) where the contract gives NaN.",
+        "value (+FLT_MAX for min, -FLT_MAX for max; f16/bf16 on an AVX2-only CPU: +inf/-inf, see "
+        "ov-seu-init0-half-neutral-isa) where the contract gives NaN.",
         lambda case: not case["use_init_val"] and _nan_update_ignored(case),
         _ex(SEU, data=A([1.0, 2.0], np.float32), indices=A([0]), updates=A([np.nan], np.float32),
             axis=A(0), reduction="max", use_init_val=0)),
@@ -972,11 +974,12 @@ DIVERGENCES: tuple[Divergence, ...] = (
         "GatherElements rejects indices smaller than data on a non-axis dimension",
         "ONNX lets indices be smaller than data on every dimension and onnxruntime runs that; onnx.reference's "
         "GatherElements raises 'all dimensions of index and self should be the same size' (data (3,2), "
-        "indices (1,1), axis 0 or 1). The lowered ScatterElementsUpdate gathers at the indices for mean "
-        "and for float min/max (NaN handling: with use_init_val=1, or when an update is NaN).",
+        "indices (1,1), axis 0 or 1). The lowered ScatterElementsUpdate gathers from data at the indices "
+        "for float min/max (NaN handling: with use_init_val=1, or when an update is NaN); its mean gathers "
+        "from tensors shaped like the indices' box and runs.",
         _lowered_gather_smaller_indices,
         _ex(SEU, data=np.zeros((2, 2), np.float32), indices=A([[0, 0]]), updates=A([[1.0, 3.0]], np.float32),
-            axis=A(1), reduction="mean", use_init_val=0)),
+            axis=A(1), reduction="max", use_init_val=1)),
     Divergence(
         "ref-scatterelements-minmax-signed-zero", "onnx-reference", (SEU,), "value",
         "ScatterElements min/max of -0.0 and 0.0 keeps the accumulator",

@@ -124,8 +124,9 @@ def _nan_sticky_updates(b, base, idx, values, axis, work, use_init_val):
 
 
 def _mean(b, node, dtype, idx, axis, use_init_val):
-    """Sum and count scatters, then each touched position rewritten with sum / count (computed per update
-    from gathered sums and counts: updates-sized work; duplicates write the same value)."""
+    """Sum and count scatters into the box the indices reach, then each touched position of data rewritten
+    with sum / count (computed per update from gathered sums and counts: updates-sized work; duplicates write
+    the same value). One data-sized pass: the final scatter."""
     data, indices, updates = node.input[:3]
     out = node.output[0]
     integer = not is_float(dtype)
@@ -133,15 +134,27 @@ def _mean(b, node, dtype, idx, axis, use_init_val):
     base = b.cast(data, onnx_type(work))
     values = b.cast(updates, onnx_type(work))
     update_shape = b.op("Shape", [idx])
+    # The box: indices' shape with the axis dimension widened to data's. Every target lies in it (indices
+    # never exceed data on the other dimensions), so sums and counts need only box-sized tensors, and the
+    # box's corner of data (a Slice) is where the sums start from.
+    data_is_box = _box_is_data(b, data, indices, axis)
+    box = b.op("Concat", [b.dims(indices, 0, axis), b.dims(data, axis, axis + 1), b.dims(indices, axis + 1)],
+               axis=0, hint="box_shape")
     if not use_init_val:
-        base = b.op("ScatterElements", [base, idx, b.filled(update_shape, 0, work, hint="zeros")],
-                    axis=axis, reduction="none", hint="start")
-    total = b.op("ScatterElements", [base, idx, values], axis=axis, reduction="add", hint="sum")
+        start = b.filled(box, 0, work, hint="zeros")
+    elif data_is_box:
+        start = base
+    else:
+        rank = len(b.info.static_shape(data) or ()) or None
+        zeros = b.filled(b.op("Shape", [box]), 0, np.int64, hint="box_start") if rank is None else \
+            b.int64s([0] * rank, hint="box_start")
+        start = b.op("Slice", [base, zeros, box], hint="data_in_box")
+    total = b.op("ScatterElements", [start, idx, values], axis=axis, reduction="add", hint="sum")
     static = b.info.static_shape(indices)
     counter = np.int32 if static is not None and np.prod(static, dtype=np.int64) < 2**31 else np.int64
-    start = b.filled(b.op("Shape", [data]), use_init_val, counter, hint="count_start")
-    count = b.op("ScatterElements", [start, idx, b.filled(update_shape, 1, counter, hint="ones")], axis=axis,
-                 reduction="add", hint="count")
+    count_start = b.filled(box, use_init_val, counter, hint="count_start")
+    count = b.op("ScatterElements", [count_start, idx, b.filled(update_shape, 1, counter, hint="ones")],
+                 axis=axis, reduction="add", hint="count")
     summed = b.op("GatherElements", [total, idx], axis=axis, hint="sum_at_target")
     divisor = b.cast(b.op("GatherElements", [count, idx], axis=axis, hint="count_at_target"), onnx_type(work))
     if integer:
@@ -152,9 +165,18 @@ def _mean(b, node, dtype, idx, axis, use_init_val):
         mean = b.op("Div", [summed, divisor], hint="mean")
         how = f"{type_name(work)} sum, one division"
     last = out if work == dtype else None
-    result = b.op("ScatterElements", [total, idx, mean], last, axis=axis, reduction="none", hint="means")
+    target = total if data_is_box and use_init_val else base
+    result = b.op("ScatterElements", [target, idx, mean], last, axis=axis, reduction="none", hint="means")
     if work != dtype:
         b.cast(result, onnx_type(dtype), output=out)
-    start_note = "" if use_init_val else "; zeros scattered first (use_init_val=0)"
-    return Converted(b, "decomposed", f"mean: ScatterElements-18 add for sum and count ({how}), means "
-                                      f"written back at the targets{start_note}")
+    start_note = "from data" if use_init_val else "from 0 (use_init_val=0)"
+    return Converted(b, "decomposed", f"mean: ScatterElements-18 add for sum ({start_note}) and count over the "
+                                      f"box the indices reach ({how}), means written back at the targets")
+
+
+def _box_is_data(b, data, indices, axis) -> bool:
+    """Whether static shapes prove that indices match data on every dimension but the axis."""
+    data_shape, index_shape = b.info.static_shape(data), b.info.static_shape(indices)
+    if data_shape is None or index_shape is None or len(data_shape) != len(index_shape):
+        return False
+    return all(n == m for d, (n, m) in enumerate(zip(data_shape, index_shape)) if d != axis)
