@@ -499,11 +499,10 @@ def _empty_slices_index_out_of_range(case: Case) -> bool:
 
 def _lowered_gather_smaller_indices(case: Case) -> bool:
     """The lowered ScatterElementsUpdate gathers from a data-sized tensor at the indices (float min/max with
-    use_init_val=1 or a NaN update; mean gathers from box-sized tensors, which fit the indices) and the
-    indices are smaller than data on a dimension other than axis."""
+    use_init_val=1; mean and use_init_val=0 gather from tensors shaped like the box the indices reach, which
+    fit them) and the indices are smaller than data on a dimension other than axis."""
     data, indices, reduction = case.inputs["data"], case.inputs["indices"], case["reduction"]
-    gathers = is_float(data.dtype) and reduction in ("min", "max") and \
-        (case["use_init_val"] or _nan_in(case, "updates"))
+    gathers = is_float(data.dtype) and reduction in ("min", "max") and case["use_init_val"]
     if not gathers or indices.size == 0:
         return False
     axis = int(case.inputs["axis"].reshape(-1)[0]) % data.ndim
@@ -975,8 +974,8 @@ DIVERGENCES: tuple[Divergence, ...] = (
         "ONNX lets indices be smaller than data on every dimension and onnxruntime runs that; onnx.reference's "
         "GatherElements raises 'all dimensions of index and self should be the same size' (data (3,2), "
         "indices (1,1), axis 0 or 1). The lowered ScatterElementsUpdate gathers from data at the indices "
-        "for float min/max (NaN handling: with use_init_val=1, or when an update is NaN); its mean gathers "
-        "from tensors shaped like the indices' box and runs.",
+        "for float min/max with use_init_val=1 (NaN handling); mean and use_init_val=0 gather from tensors "
+        "shaped like the box the indices reach, which run.",
         _lowered_gather_smaller_indices,
         _ex(SEU, data=np.zeros((2, 2), np.float32), indices=A([[0, 0]]), updates=A([[1.0, 3.0]], np.float32),
             axis=A(1), reduction="max", use_init_val=1)),

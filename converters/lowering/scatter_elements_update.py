@@ -3,13 +3,19 @@
 none/sum/prod/min/max with use_init_val=1: one ScatterElements (none/add/mul/min/max), in the data type or,
 where onnxruntime has no kernel for it, in float32 with Casts around (float16 add/mul, all bfloat16).
 bool: sum/max are OR (add), prod/min are AND (mul), which onnxruntime runs natively for bool.
-use_init_val=0: first a ScatterElements "none" of the reduction's neutral value (the kernel's neutral_value)
-at every target, then the reduction; untouched positions keep data in both.
+The box: indices' shape with the axis dimension widened to data's. Every target lies in this corner of data
+(indices never exceed data on the other dimensions), so per-position work (use_init_val=0, mean) is done in
+box-sized tensors and data is copied once, by the final scatter (1000x20x7x6 instead of 1000x256x7x7 on
+the benchmark shape).
+use_init_val=0: the reduction runs in the box, started from the reduction's neutral value (the kernel's
+neutral_value, as the kernel starts every touched position), its value at each target is gathered and
+scattered into data with "none" (duplicates write the same value); untouched positions keep data.
 Float min/max: onnxruntime lets a later update replace a NaN already there (NaN in data, or an earlier NaN
 update), the contract propagates NaN (numpy.maximum). So every update whose target must end NaN is made
 NaN first (see _nan_sticky_updates): then the last write there is NaN too.
-mean: sum and count scatters, then every target rewritten with sum / count (gathered per update, so the
-division is updates-sized), the kernel's arithmetic exactly: floats sum sequentially in the compute type
+mean: sum and count scatters in the box (the sum starts from data's corner, a Slice, or from 0 with
+use_init_val=0), then every target of data rewritten with sum / count (gathered per update, so the division
+is updates-sized), the kernel's arithmetic exactly: floats sum sequentially in the compute type
 (float32 for float16/bfloat16) and divide once; integers up to 32 bits sum in int64 (exact for fewer than
 2**31 updates per position) and floor-divide as Div(Sub(a, Mod(a, b)), b); untouched positions keep data.
 Counts are int32 when the number of updates is statically below 2**31, else int64. 64-bit integer mean
@@ -76,13 +82,11 @@ def _lower(node, ctx, version, reduction, use_init_val):
         return _mean(b, node, dtype, idx, axis, use_init_val)
     onnx_reduction = BOOL_REDUCTION[reduction] if is_bool(dtype) else ONNX_REDUCTION[reduction]
     work = _work_type(dtype, onnx_reduction)
+    if not use_init_val:
+        return _from_neutral(b, node, dtype, idx, axis, reduction, onnx_reduction, work)
     base = b.cast(data, onnx_type(work))
     values = b.cast(updates, onnx_type(work))
     steps = []
-    if not use_init_val:
-        neutral = b.filled(b.op("Shape", [idx]), neutral_value(reduction, dtype), work, hint="neutral")
-        base = b.op("ScatterElements", [base, idx, neutral], axis=axis, reduction="none", hint="start")
-        steps.append(f"neutral {neutral_value(reduction, dtype)} scattered first")
     nan_fix = is_float(dtype) and reduction in ("min", "max")
     if nan_fix:
         values = _nan_sticky_updates(b, base, idx, values, axis, work, use_init_val)
@@ -92,12 +96,46 @@ def _lower(node, ctx, version, reduction, use_init_val):
     if work != dtype:
         b.cast(result, onnx_type(dtype), output=out)
         steps.append(f"computed in {type_name(work)}")
+    what = _what(onnx_reduction, reduction, dtype)
+    if nan_fix:
+        return Converted(b, "decomposed", "; ".join([what] + steps))
+    return Converted(b, "lowered", "; ".join([what] + steps))
+
+
+def _from_neutral(b, node, dtype, idx, axis, reduction, onnx_reduction, work):
+    """use_init_val=0: the reduction runs in the box the indices reach, started from the neutral value (as the
+    kernel starts every touched position), and its value at each target is scattered into data ("none":
+    duplicates write the same value). One data-sized pass, the final scatter, in the data type."""
+    data, indices, updates = node.input[:3]
+    neutral = neutral_value(reduction, dtype)
+    values = b.cast(updates, onnx_type(work))
+    start = b.filled(_box_shape(b, data, indices, axis), neutral, work, hint="neutral")
+    steps = [f"{_what(onnx_reduction, reduction, dtype)} from the neutral value {neutral} over the box the indices "
+             f"reach, written back at the targets"]
+    if is_float(dtype) and reduction in ("min", "max"):
+        values = _nan_sticky_updates(b, start, idx, values, axis, work, 0)
+        steps.append("NaN made sticky (updates to a NaN target set to NaN)")
+    reduced = b.op("ScatterElements", [start, idx, values], axis=axis, reduction=onnx_reduction, hint="reduced")
+    at_target = b.cast(b.op("GatherElements", [reduced, idx], axis=axis, hint="result_at_target"),
+                       onnx_type(dtype))
+    b.op("ScatterElements", [data, idx, at_target], node.output[0], axis=axis, reduction="none", hint="written")
+    if work != dtype:
+        steps.append(f"computed in {type_name(work)}")
+    return Converted(b, "decomposed", "; ".join(steps))
+
+
+def _what(onnx_reduction: str, reduction: str, dtype) -> str:
     what = f"ScatterElements-18 reduction {onnx_reduction}"
     if is_bool(dtype):
         what += f" ({reduction} on bool = {'OR' if onnx_reduction == 'add' else 'AND'})"
-    if nan_fix or not use_init_val:
-        return Converted(b, "decomposed", "; ".join([what] + steps))
-    return Converted(b, "lowered", "; ".join([what] + steps))
+    return what
+
+
+def _box_shape(b, data, indices, axis) -> str:
+    """indices' shape with the axis dimension widened to data's: every target lies in this corner of data
+    (indices never exceed data on the other dimensions), so per-position work needs only this much."""
+    return b.op("Concat", [b.dims(indices, 0, axis), b.dims(data, axis, axis + 1), b.dims(indices, axis + 1)],
+                axis=0, hint="box_shape")
 
 
 def _nan_sticky_updates(b, base, idx, values, axis, work, use_init_val):
@@ -138,8 +176,7 @@ def _mean(b, node, dtype, idx, axis, use_init_val):
     # never exceed data on the other dimensions), so sums and counts need only box-sized tensors, and the
     # box's corner of data (a Slice) is where the sums start from.
     data_is_box = _box_is_data(b, data, indices, axis)
-    box = b.op("Concat", [b.dims(indices, 0, axis), b.dims(data, axis, axis + 1), b.dims(indices, axis + 1)],
-               axis=0, hint="box_shape")
+    box = _box_shape(b, data, indices, axis)
     if not use_init_val:
         start = b.filled(box, 0, work, hint="zeros")
     elif data_is_box:
