@@ -169,23 +169,22 @@ def _mean(b, node, dtype, idx, axis, use_init_val):
     out = node.output[0]
     integer = not is_float(dtype)
     work = np.dtype(np.int64) if integer else compute_dtype(dtype)
-    base = b.cast(data, onnx_type(work))
     values = b.cast(updates, onnx_type(work))
     update_shape = b.op("Shape", [idx])
     # The box: indices' shape with the axis dimension widened to data's. Every target lies in it (indices
     # never exceed data on the other dimensions), so sums and counts need only box-sized tensors, and the
-    # box's corner of data (a Slice) is where the sums start from.
+    # box's corner of data (a Slice, cast to the work type) is where the sums start from.
     data_is_box = _box_is_data(b, data, indices, axis)
     box = _box_shape(b, data, indices, axis)
     if not use_init_val:
         start = b.filled(box, 0, work, hint="zeros")
     elif data_is_box:
-        start = base
+        start = b.cast(data, onnx_type(work))
     else:
         rank = len(b.info.static_shape(data) or ()) or None
         zeros = b.filled(b.op("Shape", [box]), 0, np.int64, hint="box_start") if rank is None else \
             b.int64s([0] * rank, hint="box_start")
-        start = b.op("Slice", [base, zeros, box], hint="data_in_box")
+        start = b.cast(b.op("Slice", [data, zeros, box], hint="data_in_box"), onnx_type(work))
     total = b.op("ScatterElements", [start, idx, values], axis=axis, reduction="add", hint="sum")
     static = b.info.static_shape(indices)
     counter = np.int32 if static is not None and np.prod(static, dtype=np.int64) < 2**31 else np.int64
@@ -201,11 +200,11 @@ def _mean(b, node, dtype, idx, axis, use_init_val):
     else:
         mean = b.op("Div", [summed, divisor], hint="mean")
         how = f"{type_name(work)} sum, one division"
-    last = out if work == dtype else None
-    target = total if data_is_box and use_init_val else base
-    result = b.op("ScatterElements", [target, idx, mean], last, axis=axis, reduction="none", hint="means")
-    if work != dtype:
-        b.cast(result, onnx_type(dtype), output=out)
+    # The means land in data itself, in its type (a mean lies within the range of what it averages), or in
+    # the sums when those already are data in its type.
+    target = total if data_is_box and use_init_val and work == dtype else data
+    b.op("ScatterElements", [target, idx, b.cast(mean, onnx_type(dtype))], out, axis=axis, reduction="none",
+         hint="means")
     start_note = "from data" if use_init_val else "from 0 (use_init_val=0)"
     return Converted(b, "decomposed", f"mean: ScatterElements-18 add for sum ({start_note}) and count over the "
                                       f"box the indices reach ({how}), means written back at the targets")
