@@ -14,6 +14,11 @@ Kinds:
 - "crashes": the runtime kills the process or corrupts its heap (onnx_bridge.backends.openvino refuses
   these inputs).
 
+A result that depends on the machine (e.g. OpenVINO CPU kernels that differ with the CPU's instruction set)
+is an entry with `outcomes`: every measured outcome, where it was measured, and a model of its outputs.
+Such an entry explains a value only if it is exactly one of those outcomes (the contract's value is always
+a match), so a verdict does not depend on the CPU and an unexplained difference still fails.
+
 Backends: "openvino-cpu" (OpenVINO 2026.4 CPU plugin, native ops, INFERENCE_PRECISION_HINT=f32),
 "onnxruntime" (onnxruntime 1.31 standard ops: what a lowered model runs), "onnx-reference"
 (onnx.reference.ReferenceEvaluator standard ops) and "torch" (torch 2.13: scatter, scatter_reduce,
@@ -127,19 +132,27 @@ def _per_case(function):
 
 
 @_per_case
+def _seu_updates_by_position(case: Case) -> dict[int, list]:
+    """Flat position in data -> the updates a valid ScatterElementsUpdate sends there (Python numbers, in
+    row-major order)."""
+    from custom_ops.scatter_elements_update import target_positions, validate
+    data, indices, updates, axis, _, _ = validate(*case.args, case["reduction"], case["use_init_val"])
+    groups: dict[int, list] = {}
+    for position, value in zip(target_positions(data.shape, indices, axis).reshape(-1).tolist(),
+                               _py(updates)):
+        groups.setdefault(position, []).append(value)
+    return groups
+
+
+@_per_case
 def _seu_groups(case: Case) -> list[tuple[list, list]]:
     """Per touched position of a valid ScatterElementsUpdate: (start, updates) as Python numbers.
 
     start is [data value] with use_init_val=1 and [] with 0; updates are in row-major order.
     """
-    from custom_ops.scatter_elements_update import target_positions, validate
-    data, indices, updates, axis, _, init = validate(*case.args, case["reduction"], case["use_init_val"])
-    groups: dict[int, list] = {}
-    for position, value in zip(target_positions(data.shape, indices, axis).reshape(-1).tolist(),
-                               _py(updates)):
-        groups.setdefault(position, []).append(value)
-    flat = _py(data)
-    return [([flat[p]] if init else [], values) for p, values in groups.items()]
+    flat = _py(case.inputs["data"])
+    return [([flat[p]] if case["use_init_val"] else [], values)
+            for p, values in _seu_updates_by_position(case).items()]
 
 
 def _square_sums(data: np.ndarray, axes_input: np.ndarray) -> list[int]:
@@ -485,11 +498,11 @@ def _empty_slices_index_out_of_range(case: Case) -> bool:
 
 
 def _lowered_gather_smaller_indices(case: Case) -> bool:
-    """The lowered ScatterElementsUpdate has a GatherElements at the indices (mean; float min/max with
-    use_init_val=1 or a NaN update) and the indices are smaller than data on a dimension other than axis."""
+    """The lowered ScatterElementsUpdate gathers from a data-sized tensor at the indices (float min/max with
+    use_init_val=1; mean and use_init_val=0 gather from tensors shaped like the box the indices reach, which
+    fit them) and the indices are smaller than data on a dimension other than axis."""
     data, indices, reduction = case.inputs["data"], case.inputs["indices"], case["reduction"]
-    gathers = reduction == "mean" or (is_float(data.dtype) and reduction in ("min", "max") and
-                                      (case["use_init_val"] or _nan_in(case, "updates")))
+    gathers = is_float(data.dtype) and reduction in ("min", "max") and case["use_init_val"]
     if not gathers or indices.size == 0:
         return False
     axis = int(case.inputs["axis"].reshape(-1)[0]) % data.ndim
@@ -542,6 +555,27 @@ def _init0_all_infinite(case: Case) -> bool:
     return any(all(u == sign * math.inf for u in updates) for _, updates in _seu_groups(case))
 
 
+def _init0_infinite_positions(case: Case) -> list[int]:
+    """use_init_val=0 min (max): the positions whose updates are all +inf (-inf)."""
+    sign = 1.0 if case["reduction"] == "min" else -1.0
+    return [p for p, updates in _seu_updates_by_position(case).items()
+            if all(u == sign * math.inf for u in updates)]
+
+
+def _half_init0_all_infinite(case: Case) -> bool:
+    """float16/bfloat16 use_init_val=0 max (min) where every update of a position is -inf (+inf)."""
+    return _dtype(case) in (np.dtype(np.float16), BFLOAT16) and _init0_all_infinite(case)
+
+
+def _neutral_as_infinity(case: Case) -> tuple:
+    """The contract's output with the all-infinite positions of a use_init_val=0 min/max set to the infinity:
+    the neutral value lowest/max(float32) rounded to float16/bfloat16."""
+    output = np.array(case.contract[0], copy=True)
+    sign = 1.0 if case["reduction"] == "min" else -1.0
+    output.reshape(-1)[_init0_infinite_positions(case)] = sign * np.inf
+    return (output,)
+
+
 def _float16_reduction(case: Case) -> bool:
     return _dtype(case) == np.float16 and case.inputs["axes"].size > 0
 
@@ -559,6 +593,16 @@ def _seu_shape_mismatch(case: Case) -> bool:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """One measured result of a runtime whose result depends on the machine (e.g. the CPU's instruction set).
+
+    where: on what it was measured (CPU, instruction set, date, how); outputs(case): the runtime's outputs
+    there, modelled exactly from the measurement (the contract's value when the runtime agrees there)."""
+    where: str
+    outputs: Callable[[Case], tuple]
+
+
+@dataclass(frozen=True)
 class Divergence:
     id: str
     backend: str
@@ -568,6 +612,9 @@ class Divergence:
     reason: str
     predicate: Callable[[Case], bool]
     example: Callable[[], Case]
+    #: Non-empty for a result that depends on the machine: every measured outcome, each accepted. Then the
+    #: entry explains a value only if it is exactly one of them (anything else stays unexplained).
+    outcomes: tuple[Outcome, ...] = ()
 
     def applies(self, case: Case) -> bool:
         """Whether this divergence can show on `case`: the contract must accept it, except for "accepts"
@@ -577,6 +624,31 @@ class Divergence:
         if self.kind != "crashes" and case.valid == (self.kind == "accepts"):
             return False
         return bool(self.predicate(case))
+
+    def outcome_of(self, case: Case, outputs) -> Outcome | None:
+        """The declared outcome `outputs` are (bit for bit, NaN equal to NaN), or None."""
+        got = tuple(np.asarray(x) for x in outputs)
+        for outcome in self.outcomes:
+            want = outcome.outputs(case)
+            if len(got) == len(want) and all(_identical(w, g) for w, g in zip(want, got)):
+                return outcome
+        return None
+
+    def explains(self, case: Case, outputs) -> bool:
+        """Whether the entry explains a value of `outputs`: any value, or one of the declared outcomes."""
+        return not self.outcomes or self.outcome_of(case, outputs) is not None
+
+
+def _identical(want: np.ndarray, got: np.ndarray) -> bool:
+    """Same dtype, shape and bits (any NaN equal to any NaN; -0.0 and 0.0 differ)."""
+    want, got = np.asarray(want), np.asarray(got)
+    if want.dtype != got.dtype or want.shape != got.shape:
+        return False
+    if not is_float(want.dtype):
+        return bool(np.array_equal(want, got))
+    both_nan = np.isnan(want.astype(np.float64)) & np.isnan(got.astype(np.float64))
+    bits = np.uint16 if want.dtype.itemsize == 2 else want.dtype.str.replace("f", "u")
+    return bool(np.all(both_nan | (want.view(bits) == got.view(bits))))
 
 
 def _ex(op, **values):
@@ -628,10 +700,31 @@ DIVERGENCES: tuple[Divergence, ...] = (
         "use_init_val=0 min/max: NaN updates ignored, all-NaN gives -+FLT_MAX",
         "With use_init_val=0 a touched position starts from the neutral value (max of T for min, lowest "
         "for max) and the CPU ignores NaN updates, so a position that only receives NaN keeps the neutral "
-        "value (+FLT_MAX for min, -FLT_MAX for max) where the contract gives NaN.",
+        "value (+FLT_MAX for min, -FLT_MAX for max; f16/bf16 on an AVX2-only CPU: +inf/-inf, see "
+        "ov-seu-init0-half-neutral-isa) where the contract gives NaN.",
         lambda case: not case["use_init_val"] and _nan_update_ignored(case),
         _ex(SEU, data=A([1.0, 2.0], np.float32), indices=A([0]), updates=A([np.nan], np.float32),
             axis=A(0), reduction="max", use_init_val=0)),
+    Divergence(
+        "ov-seu-init0-half-neutral-isa", _OV, (SEU,), "value",
+        "f16/bf16 use_init_val=0 min/max of only infinities: depends on the CPU's instruction set",
+        "With use_init_val=0 a touched position starts from the neutral value, lowest(T) for max and max(T) "
+        "for min (the contract, OpenVINO's reduction_neutral_value), so updates that are all -inf (max) or "
+        "+inf (min) leave lowest/max(T): bf16 -+3.3895e38, f16 -+65504. What the CPU plugin returns depends "
+        "on the CPU: on an x86 Xeon with AVX-512/AMX it gave the contract's value (bf16 max of [-inf], "
+        "conformance case gen/SEU/0010, 2026-11-22); on an AMD EPYC with AVX2 and no AVX-512 it gives the "
+        "infinity itself, for f16 and bf16, min and max (2026-11-23), as if the neutral value were the f32 "
+        "one rounded to the 16-bit type. Either outcome is accepted, nothing else; f32 gives -+FLT_MAX on "
+        "both. (NaN updates: ov-seu-minmax-nan-init0.)",
+        _half_init0_all_infinite,
+        _ex(SEU, data=A([1.0, 2.0], BFLOAT16), indices=A([0, 0]), updates=A([-np.inf, -np.inf], BFLOAT16),
+            axis=A(0), reduction="max", use_init_val=0),
+        outcomes=(
+            Outcome("the contract's lowest/max(T): x86 Xeon with AVX-512 and AMX, OpenVINO 2026.4.1 "
+                    "(bf16, 2026-11-22; f16 not measured there)", lambda case: case.contract),
+            Outcome("-inf (max) / +inf (min): AMD EPYC, AVX2 without AVX-512, OpenVINO 2026.4.1 (f16 and "
+                    "bf16, 2026-11-23)", _neutral_as_infinity),
+        )),
     Divergence(
         "ov-seu-minmax-signed-zero", _OV, (SEU,), "value", "min/max of -0.0 and 0.0 keeps the accumulator",
         "-0.0 == 0.0, so the kept zero depends on the tie rule. The contract (numpy.minimum/maximum, and "
@@ -880,11 +973,12 @@ DIVERGENCES: tuple[Divergence, ...] = (
         "GatherElements rejects indices smaller than data on a non-axis dimension",
         "ONNX lets indices be smaller than data on every dimension and onnxruntime runs that; onnx.reference's "
         "GatherElements raises 'all dimensions of index and self should be the same size' (data (3,2), "
-        "indices (1,1), axis 0 or 1). The lowered ScatterElementsUpdate gathers at the indices for mean "
-        "and for float min/max (NaN handling: with use_init_val=1, or when an update is NaN).",
+        "indices (1,1), axis 0 or 1). The lowered ScatterElementsUpdate gathers from data at the indices "
+        "for float min/max with use_init_val=1 (NaN handling); mean and use_init_val=0 gather from tensors "
+        "shaped like the box the indices reach, which run.",
         _lowered_gather_smaller_indices,
         _ex(SEU, data=np.zeros((2, 2), np.float32), indices=A([[0, 0]]), updates=A([[1.0, 3.0]], np.float32),
-            axis=A(1), reduction="mean", use_init_val=0)),
+            axis=A(1), reduction="max", use_init_val=1)),
     Divergence(
         "ref-scatterelements-minmax-signed-zero", "onnx-reference", (SEU,), "value",
         "ScatterElements min/max of -0.0 and 0.0 keeps the accumulator",
@@ -1010,7 +1104,11 @@ def to_markdown() -> str:
                   "|---|---|---|---|---|"]
         for d in (d for d in DIVERGENCES if d.backend == backend):
             ops = ", ".join(d.ops) if d.ops != _ALL else "all four"
-            lines.append(f"| `{d.id}` | {ops} | {d.kind} | {d.title} | {d.reason.replace('|', '/')} |")
+            reason = d.reason
+            if d.outcomes:
+                reason += " **Depends on the machine; accepted outcomes, nothing else:** " + "; ".join(
+                    f"({n}) {o.where}" for n, o in enumerate(d.outcomes, 1)) + "."
+            lines.append(f"| `{d.id}` | {ops} | {d.kind} | {d.title} | {reason.replace('|', '/')} |")
         lines.append("")
     return "\n".join(lines)
 

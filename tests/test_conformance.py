@@ -189,6 +189,38 @@ def test_an_error_is_explained_only_by_an_entry_of_a_fitting_kind_or_quoting_it(
     assert not _quotes("OpenVINO's spec: 'rounded down'", "rounded")
 
 
+def _neutral_cases():
+    """use_init_val=0 min/max on float16/bfloat16 with a position whose updates are all infinite (and one
+    ordinary position), plus a float32 control."""
+    def case(case_id, dtype, reduction):
+        sign = 1.0 if reduction == "min" else -1.0
+        inputs = {"data": A([1, 2, 3], dtype), "indices": A([0, 0, 2]),
+                  "updates": A([sign * np.inf, sign * np.inf, 5], dtype), "axis": A(0)}
+        return Case(case_id, "ScatterElementsUpdate", inputs,
+                    full_attributes("ScatterElementsUpdate", {"reduction": reduction, "use_init_val": 0}), "test")
+    return [case("bf16-max", BFLOAT16, "max"), case("f16-min", np.float16, "min"), case("f32-max", np.float32, "max")]
+
+
+@pytest.mark.parametrize("fake, status, outcome", [
+    ("OpenVinoAvx512", MATCH, None),  # the contract's value: nothing to explain
+    ("OpenVinoAvx2", KNOWN, "AVX2 without AVX-512"),
+    ("OpenVinoOther", MISMATCH, None),  # neither measured outcome: unexplained
+])
+def test_cpu_dependent_outcomes_are_each_accepted_and_nothing_else(fake, status, outcome):
+    """ov-seu-init0-half-neutral-isa: the AVX-512 and the AVX2 outcome both pass, any other value fails."""
+    cases = _neutral_cases()
+    results = run(cases, backends=(FAKE + fake,), jobs=0)
+    for index, case in enumerate(cases[:2]):
+        cell = results.cell(index, "openvino")
+        assert cell.status == status, (case.id, cell)
+        if status == KNOWN:
+            assert cell.divergence == "ov-seu-init0-half-neutral-isa" and outcome in cell.reason
+    assert results.cell(2, "openvino").status == MATCH  # float32: -FLT_MAX on every CPU, never touched
+    assert results.exit_code == (1 if status == MISMATCH else 0)
+    if status == KNOWN:
+        assert "accepted outcomes" in report.markdown(results) and "accepted outcomes" in report.html_report(results)
+
+
 def test_crash_in_one_case_is_reported_and_the_run_goes_on():
     cases = [seu_case(f"case{i}") for i in range(5)] + [seu_case("case-boom")] + \
         [seu_case(f"after{i}") for i in range(5)]

@@ -206,3 +206,50 @@ def _same(got, want) -> bool:
     except AssertionError:
         return False
     return True
+
+
+# ------------------------------------------------------------------------------------------------------
+# Results that depend on the machine: every measured outcome declared, each accepted, nothing else.
+
+MACHINE_DEPENDENT = [d for d in DIVERGENCES if d.outcomes]
+
+
+@pytest.mark.parametrize("entry", MACHINE_DEPENDENT, ids=[d.id for d in MACHINE_DEPENDENT])
+def test_machine_dependent_entry_declares_where_each_outcome_was_measured(entry):
+    assert len(entry.outcomes) >= 2 and entry.kind == "value"
+    assert all(len(o.where) > 30 and "20" in o.where for o in entry.outcomes), "say where and when measured"
+    case = entry.example()
+    models = [o.outputs(case) for o in entry.outcomes]
+    assert not _same(models[0], models[1]), "two outcomes that do not differ are one outcome"
+    for outcome, outputs in zip(entry.outcomes, models):
+        assert entry.outcome_of(case, outputs) is outcome and entry.explains(case, outputs)
+    assert f"({len(entry.outcomes)}) " in divergences.to_markdown()
+
+
+def test_cpu_dependent_neutral_value_outcomes():
+    """ov-seu-init0-half-neutral-isa, modelled from the measurements: the contract's lowest(T) (AVX-512
+    Xeon) or the infinity (AVX2-only EPYC) at positions whose updates are all infinite; nothing else."""
+    entry = BY_ID["ov-seu-init0-half-neutral-isa"]
+    inf = np.inf
+    case = Case.of("ScatterElementsUpdate", data=np.array([1, 2, 3], np.float16), indices=np.array([0, 0, 2]),
+                   updates=np.array([inf, inf, 5], np.float16), axis=np.array(0), reduction="min",
+                   use_init_val=0)
+    assert entry.applies(case)
+    contract = np.array([65504, 2, 5], np.float16)
+    oracle.assert_identical(case.contract, (contract,))
+    avx512, avx2 = (o.outputs(case) for o in entry.outcomes)
+    oracle.assert_identical(avx512, (contract,))
+    oracle.assert_identical(avx2, (np.array([inf, 2, 5], np.float16),))
+    assert entry.outcome_of(case, (np.array([0, 2, 5], np.float16),)) is None
+    assert entry.outcome_of(case, (np.array([inf, 2, 6], np.float16),)) is None  # a real difference elsewhere
+    assert not entry.explains(case, (np.array([inf, 2, 5], np.float32),))  # dtype counts
+    # float32 (-+FLT_MAX on every CPU measured) and use_init_val=1 are not claimed
+    for other in ({"data": case["data"].astype(np.float32), "updates": case["updates"].astype(np.float32)},
+                  {"use_init_val": 1}):
+        values = {**case.inputs, **case.attributes, **other}
+        assert not entry.applies(Case.of("ScatterElementsUpdate", **values))
+
+
+def test_an_entry_without_outcomes_explains_any_value():
+    entry = BY_ID["ov-seu-int-mean-truncates"]
+    assert entry.explains(entry.example(), (np.zeros(1),))

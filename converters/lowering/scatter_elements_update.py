@@ -3,13 +3,19 @@
 none/sum/prod/min/max with use_init_val=1: one ScatterElements (none/add/mul/min/max), in the data type or,
 where onnxruntime has no kernel for it, in float32 with Casts around (float16 add/mul, all bfloat16).
 bool: sum/max are OR (add), prod/min are AND (mul), which onnxruntime runs natively for bool.
-use_init_val=0: first a ScatterElements "none" of the reduction's neutral value (the kernel's neutral_value)
-at every target, then the reduction; untouched positions keep data in both.
+The box: indices' shape with the axis dimension widened to data's. Every target lies in this corner of data
+(indices never exceed data on the other dimensions), so per-position work (use_init_val=0, mean) is done in
+box-sized tensors and data is copied once, by the final scatter (1000x20x7x6 instead of 1000x256x7x7 on
+the benchmark shape).
+use_init_val=0: the reduction runs in the box, started from the reduction's neutral value (the kernel's
+neutral_value, as the kernel starts every touched position), its value at each target is gathered and
+scattered into data with "none" (duplicates write the same value); untouched positions keep data.
 Float min/max: onnxruntime lets a later update replace a NaN already there (NaN in data, or an earlier NaN
 update), the contract propagates NaN (numpy.maximum). So every update whose target must end NaN is made
 NaN first (see _nan_sticky_updates): then the last write there is NaN too.
-mean: sum and count scatters, then every target rewritten with sum / count (gathered per update, so the
-division is updates-sized), the kernel's arithmetic exactly: floats sum sequentially in the compute type
+mean: sum and count scatters in the box (the sum starts from data's corner, a Slice, or from 0 with
+use_init_val=0), then every target of data rewritten with sum / count (gathered per update, so the division
+is updates-sized), the kernel's arithmetic exactly: floats sum sequentially in the compute type
 (float32 for float16/bfloat16) and divide once; integers up to 32 bits sum in int64 (exact for fewer than
 2**31 updates per position) and floor-divide as Div(Sub(a, Mod(a, b)), b); untouched positions keep data.
 Counts are int32 when the number of updates is statically below 2**31, else int64. 64-bit integer mean
@@ -76,13 +82,11 @@ def _lower(node, ctx, version, reduction, use_init_val):
         return _mean(b, node, dtype, idx, axis, use_init_val)
     onnx_reduction = BOOL_REDUCTION[reduction] if is_bool(dtype) else ONNX_REDUCTION[reduction]
     work = _work_type(dtype, onnx_reduction)
+    if not use_init_val:
+        return _from_neutral(b, node, dtype, idx, axis, reduction, onnx_reduction, work)
     base = b.cast(data, onnx_type(work))
     values = b.cast(updates, onnx_type(work))
     steps = []
-    if not use_init_val:
-        neutral = b.filled(b.op("Shape", [idx]), neutral_value(reduction, dtype), work, hint="neutral")
-        base = b.op("ScatterElements", [base, idx, neutral], axis=axis, reduction="none", hint="start")
-        steps.append(f"neutral {neutral_value(reduction, dtype)} scattered first")
     nan_fix = is_float(dtype) and reduction in ("min", "max")
     if nan_fix:
         values = _nan_sticky_updates(b, base, idx, values, axis, work, use_init_val)
@@ -92,12 +96,46 @@ def _lower(node, ctx, version, reduction, use_init_val):
     if work != dtype:
         b.cast(result, onnx_type(dtype), output=out)
         steps.append(f"computed in {type_name(work)}")
+    what = _what(onnx_reduction, reduction, dtype)
+    if nan_fix:
+        return Converted(b, "decomposed", "; ".join([what] + steps))
+    return Converted(b, "lowered", "; ".join([what] + steps))
+
+
+def _from_neutral(b, node, dtype, idx, axis, reduction, onnx_reduction, work):
+    """use_init_val=0: the reduction runs in the box the indices reach, started from the neutral value (as the
+    kernel starts every touched position), and its value at each target is scattered into data ("none":
+    duplicates write the same value). One data-sized pass, the final scatter, in the data type."""
+    data, indices, updates = node.input[:3]
+    neutral = neutral_value(reduction, dtype)
+    values = b.cast(updates, onnx_type(work))
+    start = b.filled(_box_shape(b, data, indices, axis), neutral, work, hint="neutral")
+    steps = [f"{_what(onnx_reduction, reduction, dtype)} from the neutral value {neutral} over the box the indices "
+             f"reach, written back at the targets"]
+    if is_float(dtype) and reduction in ("min", "max"):
+        values = _nan_sticky_updates(b, start, idx, values, axis, work, 0)
+        steps.append("NaN made sticky (updates to a NaN target set to NaN)")
+    reduced = b.op("ScatterElements", [start, idx, values], axis=axis, reduction=onnx_reduction, hint="reduced")
+    at_target = b.cast(b.op("GatherElements", [reduced, idx], axis=axis, hint="result_at_target"),
+                       onnx_type(dtype))
+    b.op("ScatterElements", [data, idx, at_target], node.output[0], axis=axis, reduction="none", hint="written")
+    if work != dtype:
+        steps.append(f"computed in {type_name(work)}")
+    return Converted(b, "decomposed", "; ".join(steps))
+
+
+def _what(onnx_reduction: str, reduction: str, dtype) -> str:
     what = f"ScatterElements-18 reduction {onnx_reduction}"
     if is_bool(dtype):
         what += f" ({reduction} on bool = {'OR' if onnx_reduction == 'add' else 'AND'})"
-    if nan_fix or not use_init_val:
-        return Converted(b, "decomposed", "; ".join([what] + steps))
-    return Converted(b, "lowered", "; ".join([what] + steps))
+    return what
+
+
+def _box_shape(b, data, indices, axis) -> str:
+    """indices' shape with the axis dimension widened to data's: every target lies in this corner of data
+    (indices never exceed data on the other dimensions), so per-position work needs only this much."""
+    return b.op("Concat", [b.dims(indices, 0, axis), b.dims(data, axis, axis + 1), b.dims(indices, axis + 1)],
+                axis=0, hint="box_shape")
 
 
 def _nan_sticky_updates(b, base, idx, values, axis, work, use_init_val):
@@ -124,24 +162,35 @@ def _nan_sticky_updates(b, base, idx, values, axis, work, use_init_val):
 
 
 def _mean(b, node, dtype, idx, axis, use_init_val):
-    """Sum and count scatters, then each touched position rewritten with sum / count (computed per update
-    from gathered sums and counts: updates-sized work; duplicates write the same value)."""
+    """Sum and count scatters into the box the indices reach, then each touched position of data rewritten
+    with sum / count (computed per update from gathered sums and counts: updates-sized work; duplicates write
+    the same value). One data-sized pass: the final scatter."""
     data, indices, updates = node.input[:3]
     out = node.output[0]
     integer = not is_float(dtype)
     work = np.dtype(np.int64) if integer else compute_dtype(dtype)
-    base = b.cast(data, onnx_type(work))
     values = b.cast(updates, onnx_type(work))
     update_shape = b.op("Shape", [idx])
+    # The box: indices' shape with the axis dimension widened to data's. Every target lies in it (indices
+    # never exceed data on the other dimensions), so sums and counts need only box-sized tensors, and the
+    # box's corner of data (a Slice, cast to the work type) is where the sums start from.
+    data_is_box = _box_is_data(b, data, indices, axis)
+    box = _box_shape(b, data, indices, axis)
     if not use_init_val:
-        base = b.op("ScatterElements", [base, idx, b.filled(update_shape, 0, work, hint="zeros")],
-                    axis=axis, reduction="none", hint="start")
-    total = b.op("ScatterElements", [base, idx, values], axis=axis, reduction="add", hint="sum")
+        start = b.filled(box, 0, work, hint="zeros")
+    elif data_is_box:
+        start = b.cast(data, onnx_type(work))
+    else:
+        rank = len(b.info.static_shape(data) or ()) or None
+        zeros = b.filled(b.op("Shape", [box]), 0, np.int64, hint="box_start") if rank is None else \
+            b.int64s([0] * rank, hint="box_start")
+        start = b.cast(b.op("Slice", [data, zeros, box], hint="data_in_box"), onnx_type(work))
+    total = b.op("ScatterElements", [start, idx, values], axis=axis, reduction="add", hint="sum")
     static = b.info.static_shape(indices)
     counter = np.int32 if static is not None and np.prod(static, dtype=np.int64) < 2**31 else np.int64
-    start = b.filled(b.op("Shape", [data]), use_init_val, counter, hint="count_start")
-    count = b.op("ScatterElements", [start, idx, b.filled(update_shape, 1, counter, hint="ones")], axis=axis,
-                 reduction="add", hint="count")
+    count_start = b.filled(box, use_init_val, counter, hint="count_start")
+    count = b.op("ScatterElements", [count_start, idx, b.filled(update_shape, 1, counter, hint="ones")],
+                 axis=axis, reduction="add", hint="count")
     summed = b.op("GatherElements", [total, idx], axis=axis, hint="sum_at_target")
     divisor = b.cast(b.op("GatherElements", [count, idx], axis=axis, hint="count_at_target"), onnx_type(work))
     if integer:
@@ -151,10 +200,19 @@ def _mean(b, node, dtype, idx, axis, use_init_val):
     else:
         mean = b.op("Div", [summed, divisor], hint="mean")
         how = f"{type_name(work)} sum, one division"
-    last = out if work == dtype else None
-    result = b.op("ScatterElements", [total, idx, mean], last, axis=axis, reduction="none", hint="means")
-    if work != dtype:
-        b.cast(result, onnx_type(dtype), output=out)
-    start_note = "" if use_init_val else "; zeros scattered first (use_init_val=0)"
-    return Converted(b, "decomposed", f"mean: ScatterElements-18 add for sum and count ({how}), means "
-                                      f"written back at the targets{start_note}")
+    # The means land in data itself, in its type (a mean lies within the range of what it averages), or in
+    # the sums when those already are data in its type.
+    target = total if data_is_box and use_init_val and work == dtype else data
+    b.op("ScatterElements", [target, idx, b.cast(mean, onnx_type(dtype))], out, axis=axis, reduction="none",
+         hint="means")
+    start_note = "from data" if use_init_val else "from 0 (use_init_val=0)"
+    return Converted(b, "decomposed", f"mean: ScatterElements-18 add for sum ({start_note}) and count over the "
+                                      f"box the indices reach ({how}), means written back at the targets")
+
+
+def _box_is_data(b, data, indices, axis) -> bool:
+    """Whether static shapes prove that indices match data on every dimension but the axis."""
+    data_shape, index_shape = b.info.static_shape(data), b.info.static_shape(indices)
+    if data_shape is None or index_shape is None or len(data_shape) != len(index_shape):
+        return False
+    return all(n == m for d, (n, m) in enumerate(zip(data_shape, index_shape)) if d != axis)

@@ -8,7 +8,9 @@ An entry explains a cell only if its kind fits what happened: a different value 
 "value" or "nondeterministic" entry, a result where the contract rejects the input by "accepts", an error
 by "rejects" (or "crashes", "nondeterministic"), or by a "value" entry whose reason quotes the runtime's
 message (e.g. 'Cannot get dims for non static shape'), a crash by "crashes". Among fitting entries the
-first in the table is chosen; others that also apply are named after it.
+first in the table is chosen; others that also apply are named after it. An entry whose result depends on
+the machine (its `outcomes`, e.g. one per CPU instruction set) explains a value only if the outputs are
+exactly one of its measured outcomes; the cell names which.
 """
 from __future__ import annotations
 
@@ -22,22 +24,28 @@ _KINDS = {"mismatch": ("value", "nondeterministic"), "accepted": ("accepts",),
           "error": ("rejects", "crashes", "nondeterministic"), "crash": ("crashes",)}
 
 
-def find(backend: str, case: Case, cell) -> tuple[str, str] | None:
-    """(id, title) of the known divergence explaining `cell`, or None."""
+def find(backend: str, case: Case, cell, outputs=None) -> tuple[str, str] | None:
+    """(id, title) of the known divergence explaining `cell` (`outputs`: what the backend returned, if it
+    returned), or None."""
     table_backend = TABLE_BACKEND.get(backend)
     if table_backend is None or case.is_model:
         return None
     from onnx_bridge import divergences
-    entries = divergences.matching(table_backend, _table_case(divergences, case))
+    table_case = _table_case(divergences, case)
+    entries = divergences.matching(table_backend, table_case)
     outcome = cell.status
     if cell.difference and cell.difference.get("kind") == "accepted":
         outcome = "accepted"
-    fitting = [d for d in entries if d.kind in _KINDS.get(outcome, ()) or
-               (outcome == "error" and _quotes(d.reason, cell.detail))]
+    fitting = [d for d in entries if (d.kind in _KINDS.get(outcome, ()) or
+                                      (outcome == "error" and _quotes(d.reason, cell.detail)))
+               and (not d.outcomes or (outputs is not None and d.explains(table_case, outputs)))]
     if not fitting:
         return None
     chosen, others = fitting[0], [d.id for d in fitting[1:]]
-    return chosen.id, chosen.title + (f" (also applies: {', '.join(others)})" if others else "")
+    title = chosen.title
+    if chosen.outcomes:
+        title += f" (measured outcome: {chosen.outcome_of(table_case, outputs).where})"
+    return chosen.id, title + (f" (also applies: {', '.join(others)})" if others else "")
 
 
 def _quotes(reason: str, message: str) -> bool:
@@ -58,5 +66,8 @@ def describe(divergence_id: str) -> dict:
     """id, backend, kind, title, reason of a table entry (for reports)."""
     from onnx_bridge import divergences
     entry = divergences.BY_ID[divergence_id]
-    return {"id": entry.id, "backend": entry.backend, "kind": entry.kind, "title": entry.title,
-            "reason": entry.reason}
+    described = {"id": entry.id, "backend": entry.backend, "kind": entry.kind, "title": entry.title,
+                 "reason": entry.reason}
+    if entry.outcomes:  # depends on the machine: every measured outcome is accepted
+        described["outcomes"] = [outcome.where for outcome in entry.outcomes]
+    return described

@@ -106,7 +106,7 @@ def judge(case: Case, backend: str, contract: Contract, outputs=None, error: Bas
             detail = f"within the model tolerance: max |Δ| {gap:.3g} ({ulps:.0f} ulp)" if gap else ""
             return Cell(backend, MATCH, detail, seconds=seconds)
         cell = Cell(backend, MISMATCH, difference.summary(), difference.to_json(), seconds=seconds)
-    known = divergence.find(backend, case, cell)
+    known = divergence.find(backend, case, cell, outputs)
     if known:
         cell.status, cell.divergence, cell.reason = KNOWN, known[0], known[1]
     return cell

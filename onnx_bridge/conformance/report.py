@@ -296,6 +296,9 @@ def markdown(results: Results) -> str:
                 f"{g['cells']} cells on {', '.join(f'{b} ({n})' for b, n in g['backends'].items())}.", ""]
         if g.get("reason"):
             out += [f"> {g['reason']}", ""]
+        if g.get("outcomes"):
+            out += ["Depends on the machine; accepted outcomes (nothing else is): " + "; ".join(g["outcomes"]) +
+                    f". This run: {cell.reason}", ""]
         out += [f"Example **{case.id}** ({case.summary()}): {cell.detail}", ""]
         out += [f"    {line}" for line in inputs_text(case)] + [""]
         out.append("Cases: " + _id_list(g["cases"]))
@@ -397,6 +400,9 @@ def html_report(results: Results) -> str:
         parts.append(f"<h3><code>{esc(g['id'])}</code>: {esc(g['title'])}</h3><p>{g['cells']} cells on "
                      f"{esc(', '.join(f'{b} ({n})' for b, n in g['backends'].items()))}</p>"
                      f"<blockquote>{esc(g.get('reason', ''))}</blockquote>"
+                     + (f"<p>Depends on the machine; accepted outcomes (nothing else is): "
+                        f"{esc('; '.join(g['outcomes']))}. This run: {esc(cell.reason)}</p>"
+                        if g.get("outcomes") else "") +
                      f"<p>Example <b>{esc(case.id)}</b> ({esc(case.summary())}): {esc(cell.detail)}</p>"
                      f"<pre>{esc(chr(10).join(inputs_text(case)))}</pre>")
     unsupported = unsupported_groups(results)

@@ -85,3 +85,38 @@ class TorchLike(Kernel):
         if indices is not None and indices.size and int(indices.min()) < 0:
             raise RuntimeError(f"index {int(indices.min())} is out of bounds")
         return kernel(case)
+
+
+class _OpenVinoLike(Kernel):
+    """Named like the openvino column, so the table's openvino-cpu entries apply. Returns the contract's value
+    except on float16/bfloat16 use_init_val=0 min/max positions whose updates are all -inf (max) / +inf (min),
+    where it writes `neutral_as` (the divergence ov-seu-init0-half-neutral-isa depends on the CPU)."""
+    name, neutral_as = "openvino", None
+
+    def run(self, case):
+        outputs = kernel(case)
+        if self.neutral_as is None or case.op != "ScatterElementsUpdate":
+            return outputs
+        from onnx_bridge import divergences
+        table_case = divergences.Case(case.op, {k: v for k, v in case.inputs.items() if v is not None},
+                                      case.attributes)
+        if not divergences._half_init0_all_infinite(table_case):
+            return outputs
+        sign = 1.0 if case.attributes["reduction"] == "min" else -1.0
+        output = np.array(outputs[0], copy=True)
+        output.reshape(-1)[divergences._init0_infinite_positions(table_case)] = sign * self.neutral_as
+        return (output,)
+
+
+class OpenVinoAvx512(_OpenVinoLike):
+    """The outcome measured on an AVX-512 Xeon: the contract's lowest/max(T)."""
+
+
+class OpenVinoAvx2(_OpenVinoLike):
+    """The outcome measured on an AVX2-only EPYC: the infinity itself."""
+    neutral_as = np.inf
+
+
+class OpenVinoOther(_OpenVinoLike):
+    """Neither measured outcome (0): must stay an unexpected mismatch."""
+    neutral_as = 0.0
