@@ -1,2 +1,2 @@
 """Import rules, grouped by kind of op. Importing this package registers them all."""
-from . import dialect, elementwise, io, nn, reduce, tensor  # noqa: F401
+from . import activation, conv, dialect, elementwise, io, nn, norm, pool, reduce, tensor  # noqa: F401
