@@ -18,6 +18,9 @@ def _forward_pads(node, attributes) -> dict:
     auto_pad = str(attributes.get("auto_pad", "explicit")).lower()
     onnx = {"strides": list(attributes["strides"]), "dilations": list(attributes["dilations"])}
     if auto_pad in ("same_upper", "same_lower") and static_spatial(node) is None:
+        if any(d != 1 for d in onnx["dilations"]):
+            raise Unsupported(f"auto_pad {auto_pad} with dilations and dynamic spatial dims (onnxruntime "
+                              "has no SAME_* padding with dilations)")
         onnx["auto_pad"] = auto_pad.upper()
     elif auto_pad == "valid":
         onnx["pads"] = [0] * (2 * len(onnx["strides"]))
@@ -45,9 +48,11 @@ def _group_weights(ctx, node, index: int) -> tuple[str, int]:
 
 _FORWARD_NOTES = ("pads from OpenVINO's shape inference (auto_pad resolved); dynamic spatial dims with "
                   "same_upper/same_lower use ONNX's identical SAME_* formula")
+_FORWARD_REFUSES = ("auto_pad same_* with dilations and dynamic spatial dims: onnxruntime has no SAME_* "
+                    "padding with dilations",)
 
 
-@rule("Convolution", versions=(1,), onnx="Conv", notes=_FORWARD_NOTES)
+@rule("Convolution", versions=(1,), onnx="Conv", notes=_FORWARD_NOTES, refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
     ctx.emit("Conv", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)],
              **_forward_pads(node, node.get_attributes()))
@@ -55,14 +60,16 @@ def convolution(ctx, node):
 
 @rule("GroupConvolution", versions=(1,), onnx="Conv (group), weights reshaped",
       notes="weights [G, O/G, I/G, k...] reshaped to ONNX's [O, I/G, k...]; " + _FORWARD_NOTES,
-      refuses=("weights whose group dim is dynamic: ONNX's group is an attribute",))
+      refuses=_FORWARD_REFUSES + ("weights whose group dim is dynamic: ONNX's group is an attribute",))
 def group_convolution(ctx, node):
     weights, groups = _group_weights(ctx, node, 1)
     ctx.emit("Conv", [ctx.inp(node, 0), weights], [ctx.out(node)], group=groups,
              **_forward_pads(node, node.get_attributes()))
 
 
-def _backprop(ctx, node, weights: str, groups: int):
+def _backprop(ctx, node, weights: str, groups: int, kernel_from: int):
+    """ConvTranspose for (Group)ConvolutionBackpropData; the kernel dims of the weights start at
+    `kernel_from`."""
     attributes = node.get_attributes()
     strides, dilations = list(attributes["strides"]), list(attributes["dilations"])
     rank = len(strides)
@@ -71,39 +78,44 @@ def _backprop(ctx, node, weights: str, groups: int):
     auto_pad = str(attributes.get("auto_pad", "explicit")).lower()
     if auto_pad == "valid":
         begin, end = [0] * rank, [0] * rank
-    explicit_size = node.get_input_size() < 3 and auto_pad in ("explicit", "valid")
-    if not explicit_size:
-        # output_shape given, or same_*: take OpenVINO's output size and its begin pads, and let the
-        # end pad (or, where it would be negative, output_padding) make up the difference.
+    grow = None  # zeros appended at the end when OpenVINO's output is larger than ONNX's can be
+    if node.get_input_size() > 2 or auto_pad in ("same_upper", "same_lower"):
+        # output_shape given, or same_*: take OpenVINO's output size and begin pads; the end pad makes up
+        # the difference. An output larger than the transposed convolution reaches (with no end pad)
+        # holds zeros there: emitted as a Pad.
         sizes, outputs = static_spatial(node), static_output_spatial(node)
-        kernel = [d.get_length() if d.is_static else None for d in list(node.get_input_partial_shape(1))[2:]]
+        weight_dims = list(node.get_input_partial_shape(1))[kernel_from:]
+        kernel = [d.get_length() if d.is_static else None for d in weight_dims]
         if sizes is None or outputs is None or None in kernel:
             raise Unsupported("output_shape or auto_pad same_* needs static spatial dims of data, weights "
                               "and output")
-        end, output_padding = [], list(output_padding)
-        for i, (size, out, k, s, d, pb) in enumerate(zip(sizes, outputs, kernel, strides, dilations, begin)):
-            pe = s * (size - 1) + (k - 1) * d + 1 + output_padding[i] - pb - out
-            if pe < 0:
-                output_padding[i] -= pe
-                pe = 0
-            end.append(pe)
-        if any(p >= max(s, d) for p, s, d in zip(output_padding, strides, dilations)):
-            raise Unsupported(f"output size {outputs} needs output_padding {output_padding}, which ONNX "
-                              "limits to below max(stride, dilation)")
-    ctx.emit("ConvTranspose", [ctx.inp(node, 0), weights], [ctx.out(node)], strides=strides,
-             dilations=dilations, pads=begin + end, output_padding=output_padding, group=groups)
+        end, grow, padding = [], [], []
+        for size, out, k, s, d, pb, op in zip(sizes, outputs, kernel, strides, dilations, begin, output_padding):
+            reach = s * (size - 1) + (k - 1) * d + 1 - pb  # ONNX's size with no end pad, no output_padding
+            if reach + op >= out:
+                end.append(reach + op - out), grow.append(0), padding.append(op)
+            else:
+                end.append(0), grow.append(out - reach), padding.append(0)
+        output_padding = padding
+    result = ctx.emit("ConvTranspose", [ctx.inp(node, 0), weights], None if grow and any(grow) else [ctx.out(node)],
+                      strides=strides, dilations=dilations, pads=begin + end, output_padding=output_padding,
+                      group=groups)
+    if grow and any(grow):
+        pads = ctx.const(np.array([0] * (rank + 2) + [0, 0] + grow, np.int64), "grow")
+        ctx.emit("Pad", [result, pads], [ctx.out(node)])
 
 
 _BACKPROP_REFUSES = ("output_shape input or auto_pad same_* with dynamic spatial dims: the pads depend "
-                     "on them", "an output size that needs output_padding >= max(stride, dilation)")
+                     "on them",)
 
 
 @rule("ConvolutionBackpropData", versions=(1,), onnx="ConvTranspose",
       notes="weights [C_in, C_out, k...] are ConvTranspose's layout; with output_shape or same_*, "
-            "OpenVINO's inferred output size and begin pads become explicit ONNX pads + output_padding",
+            "OpenVINO's inferred output size and begin pads become explicit ONNX end pads, or a zero Pad "
+            "where the output reaches past the transposed convolution",
       refuses=_BACKPROP_REFUSES)
 def convolution_backprop_data(ctx, node):
-    _backprop(ctx, node, ctx.inp(node, 1), 1)
+    _backprop(ctx, node, ctx.inp(node, 1), 1, kernel_from=2)
 
 
 @rule("GroupConvolutionBackpropData", versions=(1,), onnx="ConvTranspose (group), weights reshaped",
@@ -112,7 +124,7 @@ def convolution_backprop_data(ctx, node):
       refuses=_BACKPROP_REFUSES + ("weights whose group dim is dynamic",))
 def group_convolution_backprop_data(ctx, node):
     weights, groups = _group_weights(ctx, node, 1)
-    _backprop(ctx, node, weights, groups)
+    _backprop(ctx, node, weights, groups, kernel_from=3)
 
 
 # DeformableConvolution-1/8 has no rule: ONNX DeformConv exists from opset 19 only (the import targets
