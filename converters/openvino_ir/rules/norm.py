@@ -51,8 +51,8 @@ def _mvn(ctx, x: str, axes: str, normalize_variance: bool, eps: float, inside: b
 
 
 @rule("MVN", versions=(2,), onnx="ReduceMean, Sub, Mul, Sqrt, Add, Div",  # MVN-1 is recorded as opset2
-      notes="reduction_axes, else across_channels: axes 1.. or 2..; eps added outside the square root, "
-            "as MVN-1 specifies")
+      notes="reduction_axes, else across_channels: axes 1.. or 2..; eps added inside the square root "
+            "(what OpenVINO computes; checked against its CPU plugin)")
 def mvn_1(ctx, node):
     attributes = node.get_attributes()
     x, code = _begin_f32(ctx, node)
@@ -63,7 +63,7 @@ def mvn_1(ctx, node):
             raise Unsupported("across_channels without reduction_axes needs a static rank")
         axes = list(range(1 if attributes.get("across_channels") else 2, rank))
     result = _mvn(ctx, x, ctx.const(np.array(axes, np.int64), "axes"),
-                  bool(attributes.get("normalize_variance", True)), float(attributes["eps"]), False, code)
+                  bool(attributes.get("normalize_variance", True)), float(attributes["eps"]), True, code)
     _finish(ctx, node, result, code)
 
 
@@ -133,10 +133,11 @@ def normalize_l2(ctx, node):
 
 
 @rule("LRN", versions=(1,), onnx="Mul, Unsqueeze, AveragePool, Squeeze, Add, Pow, Div",
-      notes="x / (bias + alpha/size^n * sum of squares over a size-wide window on each of the n axes)^beta: "
-            "the window mean of x^2 comes from an AveragePool over the axes (channel axis included, made "
-            "spatial by an Unsqueeze); ONNX LRN covers the channel axis only",
-      refuses=("axes not a Constant", "axis 0 among the axes", "a dynamic input rank"))
+      notes="x / (bias + alpha/size^n * sum of squares)^beta, the window running (size-1)//2 either side "
+            "(an even size loses a pixel; ONNX LRN's window is asymmetric then, and channel-only): an "
+            "AveragePool of x^2 over the axes (channel made spatial by an Unsqueeze)",
+      refuses=("axes not a Constant", "a dynamic input rank", "axes other than [1] or all spatial axes: "
+               "OpenVINO's CPU plugin runs no others and its reference has no evaluate, so nothing checks them"))
 def lrn(ctx, node):
     attributes = node.get_attributes()
     rank = ctx.rank(node, 0)
@@ -144,18 +145,23 @@ def lrn(ctx, node):
     if rank is None or axes is None:
         raise Unsupported("needs a static rank and Constant axes")
     axes = sorted({int(a) + rank if a < 0 else int(a) for a in axes.reshape(-1)})
-    if 0 in axes:
-        raise Unsupported("axis 0 among the axes")
+    if axes != [1] and axes != list(range(2, rank)):
+        raise Unsupported(f"axes {axes}: only [1] or all spatial axes, the ones OpenVINO's CPU plugin runs "
+                          "(no OpenVINO implementation to check others against)")
     x, code = _begin_f32(ctx, node)
     size = int(attributes["size"])
     # x^2 as [N, 1, C, ...]: every axis from 1 on becomes a spatial axis of the pool
     squares = ctx.emit("Unsqueeze", [ctx.emit("Mul", [x, x]), ctx.const(np.array([1], np.int64), "one")])
-    kernel = [size if axis in axes else 1 for axis in range(1, rank)]
-    before = [(k - 1) // 2 for k in kernel]
-    after = [k - 1 - b for k, b in zip(kernel, before)]
-    mean = ctx.emit("AveragePool", [squares], kernel_shape=kernel, pads=before + after, count_include_pad=1)
+    # OpenVINO's window runs (size-1)//2 either side (an even size loses one), the divisor stays size^n
+    half = (size - 1) // 2
+    kernel = [2 * half + 1 if axis in axes else 1 for axis in range(1, rank)]
+    pads = [half if axis in axes else 0 for axis in range(1, rank)]
+    mean = ctx.emit("AveragePool", [squares], kernel_shape=kernel, pads=pads + pads, count_include_pad=1)
     mean = ctx.emit("Squeeze", [mean, ctx.const(np.array([1], np.int64), "one")])
-    # sum / size^n == the window mean (the pool divides by the full kernel, size^n)
+    if 2 * half + 1 != size:  # the pool divided by (size-1)^n, not size^n
+        ratio = ((2 * half + 1) / size) ** len(axes)
+        mean = ctx.emit("Mul", [mean, _scalar(ctx, ratio, code, "ratio")])
+    # alpha/size^n * sum == alpha * the window mean
     scaled = ctx.emit("Mul", [mean, _scalar(ctx, float(attributes["alpha"]), code, "alpha")])
     base = ctx.emit("Add", [scaled, _scalar(ctx, float(attributes["bias"]), code, "bias")])
     denominator = ctx.emit("Pow", [base, _scalar(ctx, float(attributes["beta"]), code, "beta")])

@@ -12,8 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .._registry import Unsupported, rule
-from ._spatial import (floor_end_pads, pads_begin, same_pads, static_output_spatial, static_spatial,
-                       window)
+from ._spatial import floor_end_pads, pads_begin, static_output_spatial, static_spatial, window
 
 _ROUNDING = ("floor", "ceil", "ceil_torch")
 
@@ -100,10 +99,10 @@ def max_pool(ctx, node):
 
 
 @rule("AvgPool", versions=(1, 14, 16), onnx="AveragePool (+ Pad when padding counts)",
-      notes="exclude-pad=true: pads excluded from the divisor (count_include_pad=0). exclude-pad=false: "
-            "the input is zero-padded by OpenVINO's pads first and averaged without further pads counted, "
-            "so a ceil window running past the padding divides by what it covers, as OpenVINO does; "
-            "f16 is averaged in f32 (onnxruntime has no f16 AveragePool)",
+      notes="exclude-pad=true: pads excluded from the divisor (count_include_pad=0); exclude-pad=false: "
+            "the divisor is the whole kernel, also for a ceil window running past the padding (OpenVINO's "
+            "behaviour; ONNX's extended end pad counts the same); f16 is averaged in f32 (onnxruntime has "
+            "no f16 AveragePool)",
       refuses=_POOL_REFUSES + ("AvgPool-16 with dilations: ONNX AveragePool has them from opset 19",))
 def avg_pool(ctx, node):
     attributes = node.get_attributes()
@@ -116,24 +115,8 @@ def avg_pool(ctx, node):
     code = ctx.elem(node, 0)
     if code == TensorProto.FLOAT16:
         x = ctx.emit("Cast", [x], to=TensorProto.FLOAT)
-    sizes, outputs = static_spatial(node), static_output_spatial(node)
-    if exclude or sizes is None or outputs is None:
-        pads = _pads(node, w, rounding)
-        pooled = ctx.emit("AveragePool", [x], kernel_shape=w.kernel, strides=w.strides,
-                          count_include_pad=0 if exclude else 1, **pads)
-    else:
-        if w.auto_pad == "explicit":
-            begin, end = w.pads_begin, w.pads_end
-        elif w.auto_pad == "valid":
-            begin = end = [0] * len(w.kernel)
-        else:
-            begin, end = same_pads(sizes, outputs, w)
-        rank = len(w.kernel) + 2
-        padded = ctx.emit("Pad", [x, ctx.const(np.array([0, 0, *begin, 0, 0, *end], np.int64), "pads")])
-        padded_sizes = [s + b + e for s, b, e in zip(sizes, begin, end)]
-        extra = floor_end_pads(padded_sizes, outputs, [0] * len(sizes), w)
-        pooled = ctx.emit("AveragePool", [padded], kernel_shape=w.kernel, strides=w.strides,
-                          pads=[0] * (rank - 2) + extra, count_include_pad=0)
+    pooled = ctx.emit("AveragePool", [x], kernel_shape=w.kernel, strides=w.strides,
+                      count_include_pad=0 if exclude else 1, **_pads(node, w, rounding))
     if code == TensorProto.FLOAT16:
         pooled = ctx.emit("Cast", [pooled], to=code)
     ctx.emit("Identity", [pooled], [ctx.out(node)])
