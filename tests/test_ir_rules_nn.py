@@ -121,12 +121,18 @@ def pool_cases():
         if strides == [1, 1] and rounding != "floor":
             continue  # stride 1: nothing to round
         tag = f"{pad}-{begin}{end}-s{strides}-k{kernel}-{rounding}"
-        cases.append(Case(f"maxpool14-{tag}", lambda p, a=(strides, [1, 1], begin, end, kernel, rounding, pad): list(
-            opset14.max_pool(p["x"], *a).outputs()), {"x": x}, static=True))
+        for static in (True, False) if strides == [2, 2] and not pad.startswith("same") else (True,):
+            dynamic = "" if static else "-dynamic"
+            cases.append(Case(f"maxpool14-{tag}{dynamic}", lambda p, a=(strides, [1, 1], begin, end, kernel, rounding,
+                                                                         pad): list(opset14.max_pool(p["x"], *a).outputs()),
+                              {"x": x}, static=static))
         for exclude in (True, False) if strides != [2, 3] else ():  # averages: two geometries
             cases.append(Case(f"avgpool14-{tag}-exclude{exclude}", lambda p, e=exclude, a=(
-                strides, begin, end, kernel): [opset14.avg_pool(p["x"], *a, e, rounding, pad)], {"x": x}, AVERAGE,
+                strides, begin, end, kernel), r=(rounding, pad): [opset14.avg_pool(p["x"], *a, e, *r)], {"x": x}, AVERAGE,
                 static=True))
+            if (strides == [1, 1] or exclude) and not pad.startswith("same"):  # (dynamic same_*: refused)
+                cases.append(Case(f"avgpool14-{tag}-exclude{exclude}-dynamic", lambda p, e=exclude, a=(
+                    strides, begin, end, kernel), r=(rounding, pad): [opset14.avg_pool(p["x"], *a, e, *r)], {"x": x}, AVERAGE))
     for rounding in ("floor", "ceil"):
         cases.append(Case(f"maxpool1-{rounding}", lambda p, r=rounding: [
             opset1.max_pool(p["x"], [2, 2], [1, 0], [1, 1], [3, 3], r, "explicit")], {"x": x}, static=True))
@@ -142,8 +148,6 @@ def pool_cases():
              {"x": x}, static=True),
         Case("maxpool-dynamic-floor", lambda p: list(opset8.max_pool(p["x"], [2, 2], [1, 1], [1, 0], [0, 1],
                                                                      [3, 2]).outputs()), {"x": x}),
-        Case("maxpool-dynamic-same", lambda p: [opset14.max_pool(p["x"], [2, 2], [1, 1], [0, 0], [0, 0], [3, 2],
-                                                                 "ceil", "same_upper").output(0)], {"x": x}),
         Case("avgpool-dynamic-floor", lambda p: [opset14.avg_pool(p["x"], [2, 2], [1, 1], [0, 0], [3, 2], True)],
              {"x": x}, AVERAGE),
         Case("maxpool-1d", lambda p: list(opset14.max_pool(p["x"], [2], [1], [1], [1], [2], "ceil_torch").outputs()),
@@ -165,6 +169,9 @@ def pool_cases():
     for out in ([4, 7], [2, 1], [8, 7]):  # (i64 indices: test_adaptive_max_pool_i64_indices)
         cases.append(Case(f"adaptive-max-indices-{out}", lambda p, o=out: list(
             opset8.adaptive_max_pool(p["x"], C(np.array(o)), "i32").outputs()), {"x": x}, static=True))
+    cases.append(Case("adaptive-global-dynamic", lambda p: [opset8.adaptive_avg_pool(p["x"], C(np.array([1, 1]))),
+                                                            opset8.adaptive_max_pool(p["x"], C(np.array([1, 1])), "i32")
+                                                            .output(0)], {"x": x}, AVERAGE))
     cases.append(Case("adaptive-avg-1d", lambda p: [opset8.adaptive_avg_pool(p["x"], C(np.array([4])))],
                       {"x": floats(2, 3, 9)}, AVERAGE, static=True))
     return cases
@@ -293,8 +300,14 @@ def test_adaptive_max_pool_i64_indices():
 REFUSALS = [
     ("maxpool-pads-reach-kernel", lambda p: [opset14.max_pool(p["x"], [1, 1], [1, 1], [0, 2], [0, 2], [2, 2])],
      [1, 1, 6, 6], "ONNX needs pads below it"),
-    ("maxpool-ceil-dynamic", lambda p: [opset14.max_pool(p["x"], [2, 2], [1, 1], [0, 0], [0, 0], [3, 3], "ceil")],
+    ("maxpool-ceil-dynamic", lambda p: [opset14.max_pool(p["x"], [3, 3], [1, 1], [0, 0], [1, 1], [2, 2], "ceil")],
      [1, 1, -1, -1], "rounding_type=ceil with dynamic spatial dims"),
+    ("maxpool-same-dynamic", lambda p: [opset14.max_pool(p["x"], [2, 2], [1, 1], [0, 0], [0, 0], [3, 2], "floor",
+                                                         "same_upper").output(0)],
+     [1, 1, -1, -1], "SAME_* MaxPool pads differ"),
+    ("avgpool-ceil-counting-pads-dynamic", lambda p: [opset14.avg_pool(p["x"], [2, 2], [1, 1], [1, 1], [3, 3], False,
+                                                                       "ceil_torch")],
+     [1, 1, -1, -1], "exclude-pad=false with ceil rounding"),
     ("conv-same-dilated-dynamic", lambda p: [opset1.convolution(p["x"], W(2, 1, 3, 3), [1, 1], [0, 0], [0, 0],
                                                                 [2, 2], "same_upper")],
      [1, 1, -1, -1], "onnxruntime has no SAME_* padding with dilations"),
@@ -321,3 +334,43 @@ def test_refusals_say_why(case_id, make, shape, reason):
     with pytest.raises(ConversionError, match="unsupported configuration") as error:
         import_ir(model)
     assert reason in str(error.value)
+
+
+@pytest.mark.torch
+@pytest.mark.slow  # ~25 s: imports torch and runs the PyTorch frontend
+def test_torch_cnn_block_converts_whole():
+    """A CNN block as openvino.convert_model writes it from PyTorch (static input shape): Convolution,
+    GroupConvolution (depthwise), BatchNorm folded, PRelu, MaxPool-14/AvgPool-14 with ceil_mode,
+    GroupNormalization, MVN-6 (LayerNorm), ConvolutionBackpropData, AdaptiveAvgPool, HSwish, Gelu, Swish,
+    Mish — imported whole and matching OpenVINO."""
+    torch = pytest.importorskip("torch")
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.norm = torch.nn.BatchNorm2d(8)
+            self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.prelu = torch.nn.PReLU(8)
+            self.max_pool = torch.nn.MaxPool2d(3, 2, padding=1, ceil_mode=True)
+            self.avg_pool = torch.nn.AvgPool2d(3, 2, padding=1, ceil_mode=True)
+            self.group_norm = torch.nn.GroupNorm(4, 8)
+            self.up = torch.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+            self.layer_norm = torch.nn.LayerNorm(4)
+            self.adaptive = torch.nn.AdaptiveAvgPool2d((3, 3))
+
+        def forward(self, x):
+            y = torch.nn.functional.hardswish(self.norm(self.conv(x)))
+            y = self.prelu(self.depthwise(y))
+            y = self.max_pool(y) + self.avg_pool(y)
+            y = torch.nn.functional.silu(torch.nn.functional.gelu(self.group_norm(y)))
+            z = self.layer_norm(self.up(y).transpose(1, 3)).transpose(1, 3)
+            return self.adaptive(z), torch.nn.functional.mish(z).amax((2, 3), keepdim=True)
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 29, 31)
+    with torch.no_grad():
+        model = ov.convert_model(Block().eval(), example_input=x, input=[x.shape])
+    feeds = {model.inputs[0].get_any_name(): x.numpy()}
+    got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)
+    assert_same(got, ov_run(model, feeds), NORM, "PyTorch CNN block")

@@ -2,9 +2,10 @@
 
 Rounding: with static spatial dims, OpenVINO's shape inference says how many windows there are (floor,
 ceil, or ceil_torch, which drops a last window starting in the padding); the rule emits explicit ONNX
-pads whose floor rounding gives exactly that many (_spatial.floor_end_pads), so ONNX's ceil_mode, whose
-last-window rule has changed between ONNX versions, is never used. With dynamic spatial dims only floor
-rounding (and same_*/valid, whose ONNX formulas are OpenVINO's) is exact.
+pads whose floor rounding gives exactly that many (_spatial.floor_end_pads). With dynamic spatial dims,
+explicit and valid pads are kept, floor maps to ONNX's floor and ceil_torch to ONNX's ceil_mode
+(onnxruntime drops a last window starting in the end padding, as ceil_torch does); plain ceil only where
+no last window can start there; same_* is refused (onnxruntime's SAME_* MaxPool disagrees with OpenVINO).
 """
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ def _used(node, index: int) -> bool:
     return bool(node.output(index).get_target_inputs())
 
 
-def _pads(node, w, rounding: str) -> dict:
-    """ONNX pads (or auto_pad) giving OpenVINO's windows; see the module doc."""
+def _pads(node, w, rounding: str, averaging_pads: bool = False) -> dict:
+    """ONNX pads (or auto_pad, ceil_mode) giving OpenVINO's windows; see the module doc.
+    `averaging_pads`: an average whose divisor counts the padding (exclude-pad=false)."""
     rounding = rounding.lower()
     if rounding not in _ROUNDING:
         raise Unsupported(f"rounding_type={rounding!r}")
@@ -35,15 +37,23 @@ def _pads(node, w, rounding: str) -> dict:
                 raise Unsupported(f"pads {begin}+{end} reach kernel {w.kernel}: ONNX needs pads below it")
         return {"pads": begin + end}
     if w.auto_pad in ("same_upper", "same_lower"):
-        if any(d != 1 for d in w.dilations):
-            raise Unsupported("auto_pad same_* with dilations and dynamic spatial dims")
-        return {"auto_pad": w.auto_pad.upper()}
-    if rounding != "floor":
-        raise Unsupported(f"rounding_type={rounding} with dynamic spatial dims (the window count "
-                          "depends on them)")
-    if w.auto_pad == "valid":
-        return {"pads": [0] * (2 * len(w.kernel))}
-    return {"pads": w.pads_begin + w.pads_end}
+        raise Unsupported(f"auto_pad {w.auto_pad} with dynamic spatial dims (onnxruntime's SAME_* MaxPool "
+                          "pads differ from OpenVINO's)")
+    begin, end = (w.pads_begin, w.pads_end) if w.auto_pad == "explicit" else ([0] * len(w.kernel),) * 2
+    if rounding == "floor":
+        return {"pads": begin + end}
+    # Dynamic dims, explicit pads, ceil rounding: ONNX's ceil_mode is ceil_torch (onnxruntime drops a last
+    # window starting in the end padding). OpenVINO's plain ceil keeps it, but it can only start there if
+    # the end pad exceeds the kernel's span minus the stride.
+    spans = [(k - 1) * d + 1 for k, d in zip(w.kernel, w.dilations)]
+    if rounding == "ceil" and any(pe > span - s for pe, span, s in zip(end, spans, w.strides)):
+        raise Unsupported("rounding_type=ceil with dynamic spatial dims and an end pad where a last window "
+                          "may start (ONNX's ceil_mode drops it, OpenVINO's ceil keeps it)")
+    if averaging_pads and any(s > 1 for s in w.strides):
+        raise Unsupported("exclude-pad=false with ceil rounding, strides > 1 and dynamic spatial dims "
+                          "(onnxruntime divides a window running past the end pad by what it covers, "
+                          "OpenVINO by the whole kernel)")
+    return {"pads": begin + end, "ceil_mode": 1}
 
 
 def _indices_from(ctx, node, onnx_indices: str, axis: int, element: str) -> str:
@@ -78,7 +88,9 @@ def _max_pool(ctx, node, with_indices: bool):
         ctx.emit("Identity", [converted], [ctx.out(node, 1)])
 
 
-_POOL_REFUSES = ("rounding ceil/ceil_torch with dynamic spatial dims: the window count depends on them",
+_POOL_REFUSES = ("auto_pad same_* with dynamic spatial dims: onnxruntime's SAME_* MaxPool pads differ",
+                 "rounding ceil with dynamic spatial dims where a last window may start in the end padding "
+                 "(end pad > kernel span - stride): ONNX's ceil_mode drops it, OpenVINO keeps it",
                  "pads at least as large as the kernel (ONNX requires pads < kernel)")
 
 
@@ -101,9 +113,11 @@ def max_pool(ctx, node):
 @rule("AvgPool", versions=(1, 14, 16), onnx="AveragePool (+ Pad when padding counts)",
       notes="exclude-pad=true: pads excluded from the divisor (count_include_pad=0); exclude-pad=false: "
             "the divisor is the whole kernel, also for a ceil window running past the padding (OpenVINO's "
-            "behaviour; ONNX's extended end pad counts the same); f16 is averaged in f32 (onnxruntime has "
-            "no f16 AveragePool)",
-      refuses=_POOL_REFUSES + ("AvgPool-16 with dilations: ONNX AveragePool has them from opset 19",))
+            "behaviour; ONNX's extended end pad counts the same), except with no padding at all, where "
+            "OpenVINO divides by what the window covers (count_include_pad=0); f16 is averaged in f32",
+      refuses=_POOL_REFUSES + ("AvgPool-16 with dilations: ONNX AveragePool has them from opset 19",
+                               "exclude-pad=false, ceil rounding, strides > 1 and dynamic spatial dims: "
+                               "onnxruntime divides a window past the end pad by what it covers"))
 def avg_pool(ctx, node):
     attributes = node.get_attributes()
     w = window(attributes, list(attributes["kernel"]))
@@ -111,12 +125,16 @@ def avg_pool(ctx, node):
         raise Unsupported("dilations (ONNX AveragePool has them only from opset 19)")
     exclude = bool(attributes.get("exclude-pad", attributes.get("exclude_pad", False)))
     rounding = str(attributes.get("rounding_type", "floor")).lower()
+    if w.auto_pad == "valid" or (w.auto_pad == "explicit" and not any(w.pads_begin + w.pads_end)):
+        # No padding: OpenVINO divides a ceil window running past the input by what it covers, as if
+        # exclude-pad were true (with padding it divides by the whole kernel)
+        exclude = True
     x = ctx.inp(node, 0)
     code = ctx.elem(node, 0)
     if code == TensorProto.FLOAT16:
         x = ctx.emit("Cast", [x], to=TensorProto.FLOAT)
     pooled = ctx.emit("AveragePool", [x], kernel_shape=w.kernel, strides=w.strides,
-                      count_include_pad=0 if exclude else 1, **_pads(node, w, rounding))
+                      count_include_pad=0 if exclude else 1, **_pads(node, w, rounding, not exclude))
     if code == TensorProto.FLOAT16:
         pooled = ctx.emit("Cast", [pooled], to=code)
     ctx.emit("Identity", [pooled], [ctx.out(node)])
@@ -149,27 +167,39 @@ def _adaptive_separable(ctx, node, x: str, reduce: str, sizes, outputs) -> str:
 @rule("AdaptiveAvgPool", versions=(8,), onnx="GlobalAveragePool, AveragePool, or Slice+ReduceMean+Concat",
       notes="bins [floor(i*H/o), ceil((i+1)*H/o)) as OpenVINO; equal bins as one AveragePool, others per "
             "axis",
-      refuses=("dynamic spatial dims of input or output: the bins depend on them",))
+      refuses=("dynamic spatial dims of input or output, unless the output is 1x..x1 (GlobalAveragePool): the "
+               "bins depend on them",))
 def adaptive_avg_pool(ctx, node):
-    sizes, outputs = _adaptive_sizes(ctx, node)
     x = ctx.inp(node, 0)
-    if all(o == 1 for o in outputs):
+    if _global(ctx, node):
         ctx.emit("GlobalAveragePool", [x], [ctx.out(node)])
-    elif all(s % o == 0 for s, o in zip(sizes, outputs)):
+        return
+    sizes, outputs = _adaptive_sizes(ctx, node)
+    if all(s % o == 0 for s, o in zip(sizes, outputs)):
         kernel = [s // o for s, o in zip(sizes, outputs)]
         ctx.emit("AveragePool", [x], [ctx.out(node)], kernel_shape=kernel, strides=kernel)
     else:
         ctx.emit("Identity", [_adaptive_separable(ctx, node, x, "ReduceMean", sizes, outputs)], [ctx.out(node)])
 
 
+def _global(ctx, node) -> bool:
+    """Output spatial size all ones (a Constant output_shape): one bin, the whole input."""
+    value = ctx.const_value(node, 1)
+    return value is not None and bool(np.all(value == 1))
+
+
 @rule("AdaptiveMaxPool", versions=(8,), onnx="MaxPool (+ Mod, Cast), or Slice+ReduceMax+Concat",
       notes="bins as AdaptiveAvgPool; indices (flat over the spatial dims) from MaxPool when the bins are "
             "equal",
-      refuses=("dynamic spatial dims of input or output", "the indices output, used, with unequal bins"))
+      refuses=("dynamic spatial dims of input or output (unless 1x..x1 without indices: GlobalMaxPool)",
+               "the indices output, used, with unequal bins"))
 def adaptive_max_pool(ctx, node):
-    sizes, outputs = _adaptive_sizes(ctx, node)
     x = ctx.inp(node, 0)
     element = node.get_output_element_type(1).get_type_name()
+    if _global(ctx, node) and not _used(node, 1):
+        ctx.emit("GlobalMaxPool", [x], [ctx.out(node)])
+        return
+    sizes, outputs = _adaptive_sizes(ctx, node)
     if all(s % o == 0 for s, o in zip(sizes, outputs)):
         kernel = [s // o for s, o in zip(sizes, outputs)]
         indices = ctx.temp("indices")
