@@ -10,7 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from onnx import TensorProto
+
 from .._registry import Unsupported
+
+FLOATS = (TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE)
+
+
+def require_type(ctx, node, allowed, what: str) -> int:
+    """The element type of input 0 when ONNX's `what` takes it, else Unsupported."""
+    code = ctx.elem(node, 0)
+    if code not in allowed:
+        name = TensorProto.DataType.Name(code).lower()
+        raise Unsupported(f"element type {name}: ONNX {what} takes only "
+                          + ", ".join(TensorProto.DataType.Name(c).lower() for c in allowed))
+    return code
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._registry import Unsupported, rule
-from ._spatial import static_output_spatial, static_spatial
+from ._spatial import FLOATS, require_type, static_output_spatial, static_spatial
 
 
 def _forward_pads(node, attributes) -> dict:
@@ -48,12 +48,14 @@ def _group_weights(ctx, node, index: int) -> tuple[str, int]:
 
 _FORWARD_NOTES = ("pads from OpenVINO's shape inference (auto_pad resolved); dynamic spatial dims with "
                   "same_upper/same_lower use ONNX's identical SAME_* formula")
-_FORWARD_REFUSES = ("auto_pad same_* with dilations and dynamic spatial dims: onnxruntime has no SAME_* "
+_FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
+                    "auto_pad same_* with dilations and dynamic spatial dims: onnxruntime has no SAME_* "
                     "padding with dilations",)
 
 
 @rule("Convolution", versions=(1,), onnx="Conv", notes=_FORWARD_NOTES, refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
+    require_type(ctx, node, FLOATS, "Conv")
     ctx.emit("Conv", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)],
              **_forward_pads(node, node.get_attributes()))
 
@@ -62,6 +64,7 @@ def convolution(ctx, node):
       notes="weights [G, O/G, I/G, k...] reshaped to ONNX's [O, I/G, k...]; " + _FORWARD_NOTES,
       refuses=_FORWARD_REFUSES + ("weights whose group dim is dynamic: ONNX's group is an attribute",))
 def group_convolution(ctx, node):
+    require_type(ctx, node, FLOATS, "Conv")
     weights, groups = _group_weights(ctx, node, 1)
     ctx.emit("Conv", [ctx.inp(node, 0), weights], [ctx.out(node)], group=groups,
              **_forward_pads(node, node.get_attributes()))
@@ -70,6 +73,7 @@ def group_convolution(ctx, node):
 def _backprop(ctx, node, weights: str, groups: int, kernel_from: int):
     """ConvTranspose for (Group)ConvolutionBackpropData; the kernel dims of the weights start at
     `kernel_from`."""
+    require_type(ctx, node, FLOATS, "ConvTranspose")
     attributes = node.get_attributes()
     strides, dilations = list(attributes["strides"]), list(attributes["dilations"])
     rank = len(strides)
@@ -105,7 +109,8 @@ def _backprop(ctx, node, weights: str, groups: int, kernel_from: int):
         ctx.emit("Pad", [result, pads], [ctx.out(node)])
 
 
-_BACKPROP_REFUSES = ("output_shape input or auto_pad same_* with dynamic spatial dims: the pads depend "
+_BACKPROP_REFUSES = ("integer data: ONNX ConvTranspose is float only",
+                     "output_shape input or auto_pad same_* with dynamic spatial dims: the pads depend "
                      "on them",)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .._registry import Unsupported, rule
-from ._spatial import floor_end_pads, pads_begin, static_output_spatial, static_spatial, window
+from ._spatial import FLOATS, floor_end_pads, require_type, pads_begin, static_output_spatial, static_spatial, window
 
 _ROUNDING = ("floor", "ceil", "ceil_torch")
 
@@ -72,7 +72,11 @@ def _indices_from(ctx, node, onnx_indices: str, axis: int, element: str) -> str:
     return indices if code == TensorProto.INT64 else ctx.emit("Cast", [indices], to=code)
 
 
+_MAX_POOL_TYPES = FLOATS + (TensorProto.INT8, TensorProto.UINT8)
+
+
 def _max_pool(ctx, node, with_indices: bool):
+    require_type(ctx, node, _MAX_POOL_TYPES, "MaxPool")
     attributes = node.get_attributes()
     w = window(attributes, list(attributes["kernel"]))
     pads = _pads(node, w, attributes.get("rounding_type", "floor"))
@@ -88,7 +92,8 @@ def _max_pool(ctx, node, with_indices: bool):
         ctx.emit("Identity", [converted], [ctx.out(node, 1)])
 
 
-_POOL_REFUSES = ("auto_pad same_* with dynamic spatial dims: onnxruntime's SAME_* MaxPool pads differ",
+_POOL_REFUSES = ("element types ONNX's pooling does not take (MaxPool: floats, i8, u8; AveragePool: floats)",
+                 "auto_pad same_* with dynamic spatial dims: onnxruntime's SAME_* MaxPool pads differ",
                  "rounding ceil with dynamic spatial dims where a last window may start in the end padding "
                  "(end pad > kernel span - stride): ONNX's ceil_mode drops it, OpenVINO keeps it",
                  "pads at least as large as the kernel (ONNX requires pads < kernel)")
@@ -119,6 +124,7 @@ def max_pool(ctx, node):
                                "exclude-pad=false, ceil rounding, strides > 1 and dynamic spatial dims: "
                                "onnxruntime divides a window past the end pad by what it covers"))
 def avg_pool(ctx, node):
+    require_type(ctx, node, FLOATS, "AveragePool")
     attributes = node.get_attributes()
     w = window(attributes, list(attributes["kernel"]))
     if any(d != 1 for d in w.dilations):
@@ -170,6 +176,7 @@ def _adaptive_separable(ctx, node, x: str, reduce: str, sizes, outputs) -> str:
       refuses=("dynamic spatial dims of input or output, unless the output is 1x..x1 (GlobalAveragePool): the "
                "bins depend on them",))
 def adaptive_avg_pool(ctx, node):
+    require_type(ctx, node, FLOATS, "AveragePool")
     x = ctx.inp(node, 0)
     if _global(ctx, node):
         ctx.emit("GlobalAveragePool", [x], [ctx.out(node)])
@@ -194,6 +201,7 @@ def _global(ctx, node) -> bool:
       refuses=("dynamic spatial dims of input or output (unless 1x..x1 without indices: GlobalMaxPool)",
                "the indices output, used, with unequal bins"))
 def adaptive_max_pool(ctx, node):
+    require_type(ctx, node, _MAX_POOL_TYPES, "MaxPool")
     x = ctx.inp(node, 0)
     element = node.get_output_element_type(1).get_type_name()
     if _global(ctx, node) and not _used(node, 1):
