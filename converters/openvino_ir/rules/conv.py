@@ -96,10 +96,10 @@ def _backprop(ctx, node, weights: str, groups: int, kernel_from: int):
         end, grow, padding = [], [], []
         for size, out, k, s, d, pb, op in zip(sizes, outputs, kernel, strides, dilations, begin, output_padding):
             reach = s * (size - 1) + (k - 1) * d + 1 - pb  # ONNX's size with no end pad, no output_padding
-            if reach + op >= out:
-                end.append(reach + op - out), grow.append(0), padding.append(op)
-            else:
-                end.append(0), grow.append(out - reach), padding.append(0)
+            fits = reach + op >= out
+            end.append(reach + op - out if fits else 0)
+            grow.append(0 if fits else out - reach)
+            padding.append(op if fits else 0)
         output_padding = padding
     result = ctx.emit("ConvTranspose", [ctx.inp(node, 0), weights], None if grow and any(grow) else [ctx.out(node)],
                       strides=strides, dilations=dilations, pads=begin + end, output_padding=output_padding,

@@ -84,8 +84,7 @@ def mvn_6(ctx, node):
       notes="version 1 takes (gamma, beta, data, mean, variance), version 5 (data, gamma, beta, mean, "
             "variance); channel axis 1")
 def batch_norm(ctx, node):
-    _, version = node.get_type_info().name, node.get_type_info().version_id
-    order = (2, 0, 1, 3, 4) if version == "opset1" else (0, 1, 2, 3, 4)
+    order = (2, 0, 1, 3, 4) if node.get_type_info().version_id == "opset1" else (0, 1, 2, 3, 4)
     data, code = _begin_f32(ctx, node, order[0])
     inputs = [data] + [_in_work_type(ctx, node, i) for i in order[1:]]
     result = ctx.emit("BatchNormalization", inputs, epsilon=float(node.get_attributes()["epsilon"]))
