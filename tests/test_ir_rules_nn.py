@@ -324,6 +324,8 @@ REFUSALS = [
     ("maxpool-i32", lambda p: [opset1.convert(opset1.max_pool(opset1.convert(p["x"], "i32"), [1, 1], [0, 0], [0, 0],
                                                               [2, 2]), "f32")],
      [1, 1, 4, 4], "ONNX MaxPool takes only"),
+    ("normalize-l2-empty-axes", lambda p: [opset1.normalize_l2(p["x"], C(np.array([], np.int64)), 0.5, "add")],
+     [1, 2, 3], "with empty axes OpenVINO outputs 1"),
     ("lrn-width-only", lambda p: [opset1.lrn(p["x"], C(np.array([3])), 1e-2, 0.75, 2.0, 3)], [1, 2, 4, 4],
      "only [1] or all spatial axes"),
     ("group-conv-dynamic-groups", lambda p: [opset1.group_convolution(p["x"], p["w"], [1, 1], [0, 0], [0, 0],

@@ -112,15 +112,16 @@ def group_normalization(ctx, node):
 
 
 @rule("NormalizeL2", versions=(1,), onnx="ReduceSumSquare, Add/Max, Sqrt, Div",
-      notes="x / sqrt(sum(x^2) + eps) (eps_mode add) or x / sqrt(max(sum(x^2), eps)) (max); empty axes "
-            "normalise each element by itself")
+      notes="x / sqrt(sum(x^2) + eps) (eps_mode add) or x / sqrt(max(sum(x^2), eps)) (max)",
+      refuses=("empty or computed axes: with empty axes OpenVINO (CPU and reference) outputs 1 everywhere",))
 def normalize_l2(ctx, node):
     attributes = node.get_attributes()
     x, code = _begin_f32(ctx, node)
     mode = str(attributes.get("eps_mode", "add")).lower()
-    squares = ctx.emit("ReduceSumSquare", [x, ctx.int64_vector(node, 1)], keepdims=1, noop_with_empty_axes=1)
-    if ctx.const_value(node, 1) is not None and ctx.const_value(node, 1).size == 0:
-        squares = ctx.emit("Mul", [x, x])  # ReduceSumSquare's no-op leaves x itself, not its square
+    axes = ctx.const_value(node, 1)
+    if axes is None or axes.size == 0:
+        raise Unsupported("axes must be a non-empty Constant (with empty axes OpenVINO outputs 1 everywhere)")
+    squares = ctx.emit("ReduceSumSquare", [x, ctx.int64_vector(node, 1)], keepdims=1)
     epsilon = _scalar(ctx, float(attributes["eps"]), code, "eps")
     if mode == "add":
         total = ctx.emit("Add", [squares, epsilon])

@@ -100,14 +100,16 @@ _POOL_REFUSES = ("element types ONNX's pooling does not take (MaxPool: floats, i
 
 
 @rule("MaxPool", versions=(1,), onnx="MaxPool",
-      notes="static spatial dims: explicit pads reproducing OpenVINO's window count (floor/ceil)",
+      notes="rounding floor/ceil as MaxPool-8 (explicit pads from OpenVINO's window count on static dims, "
+            "ONNX ceil_mode on dynamic ones where equivalent)",
       refuses=_POOL_REFUSES)
 def max_pool_1(ctx, node):
     _max_pool(ctx, node, with_indices=False)
 
 
 @rule("MaxPool", versions=(8, 14), onnx="MaxPool (+ Mod, Cast for the indices)",
-      notes="rounding floor/ceil/ceil_torch via explicit pads from OpenVINO's window count; indices: "
+      notes="rounding floor/ceil/ceil_torch: explicit pads from OpenVINO's window count on static dims, ONNX "
+            "ceil_mode (= ceil_torch) on dynamic ones; indices: "
             "ONNX's whole-tensor flat index modulo the product of dims axis.. (OpenVINO's `axis`), in "
             "index_element_type",
       refuses=_POOL_REFUSES)
@@ -115,7 +117,7 @@ def max_pool(ctx, node):
     _max_pool(ctx, node, with_indices=True)
 
 
-@rule("AvgPool", versions=(1, 14, 16), onnx="AveragePool (+ Pad when padding counts)",
+@rule("AvgPool", versions=(1, 14, 16), onnx="AveragePool (f16 through Cast to f32)",
       notes="exclude-pad=true: pads excluded from the divisor (count_include_pad=0); exclude-pad=false: "
             "the divisor is the whole kernel, also for a ceil window running past the padding (OpenVINO's "
             "behaviour; ONNX's extended end pad counts the same), except with no padding at all, where "
