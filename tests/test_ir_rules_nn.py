@@ -15,7 +15,8 @@ import pytest
 
 ov = pytest.importorskip("openvino")
 
-from openvino import opset1, opset2, opset4, opset5, opset6, opset7, opset8, opset9, opset12, opset14  # noqa: E402
+from openvino import (opset1, opset2, opset4, opset5, opset6, opset7, opset8, opset9, opset12, opset14,  # noqa: E402
+                      opset16)
 
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
@@ -148,6 +149,9 @@ def pool_cases():
              {"x": x}, static=True),
         Case("maxpool-dynamic-floor", lambda p: list(opset8.max_pool(p["x"], [2, 2], [1, 1], [1, 0], [0, 1],
                                                                      [3, 2]).outputs()), {"x": x}),
+        *[Case(f"avgpool16-{rounding}-exclude{exclude}", lambda p, r=rounding, e=exclude: [opset16.avg_pool(
+            p["x"], [2, 2], [1, 0], [1, 1], [3, 3], e, r, "explicit", [1, 1])], {"x": x}, AVERAGE, static=True)
+          for rounding in ("floor", "ceil_torch") for exclude in (True, False)],
         Case("avgpool-dynamic-floor", lambda p: [opset14.avg_pool(p["x"], [2, 2], [1, 1], [0, 0], [3, 2], True)],
              {"x": x}, AVERAGE),
         Case("maxpool-1d", lambda p: list(opset14.max_pool(p["x"], [2], [1], [1], [1], [2], "ceil_torch").outputs()),
@@ -326,6 +330,8 @@ REFUSALS = [
      [1, 1, 4, 4], "ONNX MaxPool takes only"),
     ("normalize-l2-empty-axes", lambda p: [opset1.normalize_l2(p["x"], C(np.array([], np.int64)), 0.5, "add")],
      [1, 2, 3], "with empty axes OpenVINO outputs 1"),
+    ("avgpool16-dilated", lambda p: [opset16.avg_pool(p["x"], [1, 1], [0, 0], [0, 0], [2, 2], True, "floor",
+                                                      "explicit", [2, 2])], [1, 1, 6, 6], "dilations"),
     ("lrn-width-only", lambda p: [opset1.lrn(p["x"], C(np.array([3])), 1e-2, 0.75, 2.0, 3)], [1, 2, 4, 4],
      "only [1] or all spatial axes"),
     ("group-conv-dynamic-groups", lambda p: [opset1.group_convolution(p["x"], p["w"], [1, 1], [0, 0], [0, 0],
