@@ -124,16 +124,16 @@ def pool_cases():
         tag = f"{pad}-{begin}{end}-s{strides}-k{kernel}-{rounding}"
         for static in (True, False) if strides == [2, 2] and not pad.startswith("same") else (True,):
             dynamic = "" if static else "-dynamic"
-            cases.append(Case(f"maxpool14-{tag}{dynamic}", lambda p, a=(strides, [1, 1], begin, end, kernel, rounding,
-                                                                         pad): list(opset14.max_pool(p["x"], *a).outputs()),
-                              {"x": x}, static=static))
+            max_args = (strides, [1, 1], begin, end, kernel, rounding, pad)
+            cases.append(Case(f"maxpool14-{tag}{dynamic}", lambda p, a=max_args: list(
+                opset14.max_pool(p["x"], *a).outputs()), {"x": x}, static=static))
         for exclude in (True, False) if strides != [2, 3] else ():  # averages: two geometries
-            cases.append(Case(f"avgpool14-{tag}-exclude{exclude}", lambda p, e=exclude, a=(
-                strides, begin, end, kernel), r=(rounding, pad): [opset14.avg_pool(p["x"], *a, e, *r)], {"x": x}, AVERAGE,
-                static=True))
+            avg_args = (strides, begin, end, kernel, exclude, rounding, pad)
+            cases.append(Case(f"avgpool14-{tag}-exclude{exclude}", lambda p, a=avg_args: [
+                opset14.avg_pool(p["x"], *a)], {"x": x}, AVERAGE, static=True))
             if (strides == [1, 1] or exclude) and not pad.startswith("same"):  # (dynamic same_*: refused)
-                cases.append(Case(f"avgpool14-{tag}-exclude{exclude}-dynamic", lambda p, e=exclude, a=(
-                    strides, begin, end, kernel), r=(rounding, pad): [opset14.avg_pool(p["x"], *a, e, *r)], {"x": x}, AVERAGE))
+                cases.append(Case(f"avgpool14-{tag}-exclude{exclude}-dynamic", lambda p, a=avg_args: [
+                    opset14.avg_pool(p["x"], *a)], {"x": x}, AVERAGE))
     for rounding in ("floor", "ceil"):
         cases.append(Case(f"maxpool1-{rounding}", lambda p, r=rounding: [
             opset1.max_pool(p["x"], [2, 2], [1, 0], [1, 1], [3, 3], r, "explicit")], {"x": x}, static=True))
@@ -145,7 +145,8 @@ def pool_cases():
             opset8.max_pool(p["x"], [2, 1], [2, 1], [1, 0], [0, 1], [2, 3], "ceil", "explicit", e, a).outputs()),
             {"x": x}, static=True))
     cases += [
-        Case("maxpool8-dilated", lambda p: list(opset8.max_pool(p["x"], [1, 1], [2, 2], [1, 1], [1, 1], [2, 2]).outputs()),
+        Case("maxpool8-dilated", lambda p: list(
+            opset8.max_pool(p["x"], [1, 1], [2, 2], [1, 1], [1, 1], [2, 2]).outputs()),
              {"x": x}, static=True),
         Case("maxpool-dynamic-floor", lambda p: list(opset8.max_pool(p["x"], [2, 2], [1, 1], [1, 0], [0, 1],
                                                                      [3, 2]).outputs()), {"x": x}),
@@ -159,7 +160,8 @@ def pool_cases():
         Case("maxpool-3d", lambda p: list(opset14.max_pool(p["x"], [2, 1, 2], [1, 1, 1], [1, 0, 0], [0, 0, 1],
                                                            [2, 2, 2], "ceil").outputs()),
              {"x": floats(1, 2, 5, 4, 5)}, static=True),
-        Case("maxpool-u8-i8", lambda p: [opset14.max_pool(p["u"], [2, 2], [1, 1], [1, 1], [1, 1], [3, 3], "ceil").output(0),
+        Case("maxpool-u8-i8", lambda p: [opset14.max_pool(p["u"], [2, 2], [1, 1], [1, 1], [1, 1], [3, 3], "ceil")
+                                         .output(0),
                                          opset14.max_pool(p["i"], [1, 1], [1, 1], [0, 0], [0, 0], [2, 2]).output(0)],
              {"u": RNG.integers(0, 255, (1, 2, 6, 7)).astype(np.uint8),
               "i": RNG.integers(-128, 127, (1, 2, 6, 7)).astype(np.int8)}, static=True),
@@ -207,11 +209,12 @@ def norm_cases():
                                                                     1e-5)], {"x": x}, NORM),
         Case("batch-norm-2d", lambda p: [opset5.batch_norm_inference(p["x"], W(6), W(6), W(6), opset1.abs(W(6)),
                                                                      1e-5)], {"x": floats(3, 6)}, NORM),
-        Case("batch-norm-f16", lambda p: [opset5.batch_norm_inference(p["x"], W(6, dtype=np.float16), W(6, dtype=np.float16), W(6, dtype=np.float16),
-                                                                      C(np.ones(6, np.float16)), 1e-5)],
+        Case("batch-norm-f16", lambda p: [opset5.batch_norm_inference(
+            p["x"], *[W(6, dtype=np.float16) for _ in range(3)], C(np.ones(6, np.float16)), 1e-5)],
              {"x": x.astype(np.float16)}, F16),
         Case("group-norm", lambda p: [opset12.group_normalization(p["x"], W(6), W(6), 3, 1e-5)], {"x": x}, NORM),
-        Case("group-norm-1-group", lambda p: [opset12.group_normalization(p["x"], W(6), W(6), 1, 1e-3)], {"x": x}, NORM),
+        Case("group-norm-1-group", lambda p: [opset12.group_normalization(p["x"], W(6), W(6), 1, 1e-3)], {"x": x},
+             NORM),
         Case("group-norm-3d", lambda p: [opset12.group_normalization(p["x"], W(6), W(6), 6, 1e-5)],
              {"x": floats(2, 6, 7)}, NORM),
         Case("group-norm-f16", lambda p: [opset12.group_normalization(p["x"], W(6, dtype=np.float16),
