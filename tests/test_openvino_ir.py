@@ -6,9 +6,6 @@ the case states why not; then that the imported ONNX read back into OpenVINO giv
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
-
 import numpy as np
 import onnx
 import pytest
@@ -24,28 +21,12 @@ from converters.openvino_ir import export_ir, import_ir, supported_ops, to_openv
 from custom_ops._schemas import register_schemas  # noqa: E402
 from onnx_bridge.config import DOMAIN  # noqa: E402
 from onnx_bridge.errors import ConversionError, ModelError  # noqa: E402
+from tests.helpers.ir_cases import (ACCUMULATION, LIBM, ULP, C, Case, P, assert_same as _assert_same,  # noqa: E402
+                                    build as _build, openvino_expected as _openvino_expected,
+                                    ov_run as _ov_run)
 
 pytestmark = pytest.mark.openvino
 RNG = np.random.default_rng(7)
-CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
-#: Transcendental functions: OpenVINO's CPU plugin and onnxruntime use different vectorised
-#: approximations (exp, log, erf, tanh...), so results differ in the last bits (relative to the
-#: function's magnitude: swish(-7.5) = -0.0015 differs by 3e-7).
-LIBM = dict(rtol=1e-5, atol=1e-6)
-ULP = dict(rtol=1.2e-7, atol=0)
-#: MatMul/Softmax/Einsum: the two runtimes accumulate dot products and sums in different orders.
-ACCUMULATION = dict(rtol=1e-5, atol=1e-6)
-
-
-def P(shape, element="f32", name=None):
-    return opset1.parameter(ov.PartialShape(shape), getattr(ov.Type, element), name=name)
-
-
-def C(value, dtype=None):
-    value = np.asarray(value, dtype=dtype)
-    if value.size == 0:  # the builder refuses empty constants
-        return ov.op.Constant(ov.Type(value.dtype), ov.Shape(list(value.shape)), [])
-    return opset1.constant(value)
 
 
 def floats(*shape, dtype=np.float32):
@@ -54,20 +35,6 @@ def floats(*shape, dtype=np.float32):
 
 def ints(*shape, low=-9, high=10, dtype=np.int32):
     return RNG.integers(low, high, shape).astype(dtype)
-
-
-@dataclass
-class Case:
-    id: str
-    build: Callable  # (inputs by name) -> list of output nodes
-    feeds: dict      # input name -> array; Parameters are built from these (dynamic dims unless static)
-    tolerance: dict = field(default_factory=dict)  # empty: exact
-    static: bool = False  # static Parameter shapes (the CPU plugin refuses some ops with dynamic rank)
-    #: "cpu": OpenVINO's CPU plugin. "reference": OpenVINO's core reference (the model with Constants
-    #: for inputs, constant-folded at compile time), where the CPU plugin deviates from its spec (why: inline).
-    against: str = "cpu"
-    #: For a dialect op: feeds -> onnx_bridge.divergences.Case, so known CPU divergences are asked for.
-    dialect: Callable | None = None
 
 
 def _unary(name, builder, tolerance=LIBM, data=None):
@@ -254,44 +221,6 @@ CASES = [
          list(opset10.unique(p["x"], C(0, np.int64), False, "i32", "i64").outputs()),
          {"x": ints(6, 2, low=0, high=2)}),
 ]
-
-
-def _build(case: Case, constants: bool = False):
-    if constants:
-        inputs = {name: C(value) for name, value in case.feeds.items()}
-    else:
-        inputs = {name: P(list(value.shape) if case.static else [-1] * value.ndim,
-                          ov.Type(value.dtype).get_type_name(), name) for name, value in case.feeds.items()}
-    outputs = [node.output(0) if hasattr(node, "output") else node for node in case.build(inputs)]
-    return ov.Model(outputs, [] if constants else list(inputs.values()), case.id)
-
-
-def _openvino_expected(case: Case):
-    """OpenVINO's outputs for the case (or the contract's, where a known CPU divergence applies)."""
-    if case.dialect:
-        dialect_case = case.dialect(case.feeds)
-        if divergences.matching("openvino-cpu", dialect_case):  # the contract decides
-            return list(dialect_case.contract)
-    if case.against == "reference":
-        return _ov_run(_build(case, constants=True), {})
-    return _ov_run(_build(case), case.feeds)
-
-
-def _ov_run(model, feeds):
-    compiled = ov.Core().compile_model(model, "CPU", CONFIG)
-    result = compiled(feeds)
-    return [result[output] for output in compiled.outputs]
-
-
-def _assert_same(got, want, tolerance, what):
-    assert len(got) == len(want), what
-    for index, (a, b) in enumerate(zip(got, want)):
-        b = np.asarray(b)
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), f"{what} output {index}"
-        if tolerance:
-            np.testing.assert_allclose(a, b, **tolerance, err_msg=f"{what} output {index}")
-        else:
-            np.testing.assert_array_equal(a, b, err_msg=f"{what} output {index}")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

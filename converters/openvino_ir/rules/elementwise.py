@@ -137,54 +137,51 @@ def unary_v3(ctx, node):
     ctx.emit(node.get_type_name(), [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("SoftPlus", versions=(4,),
-      onnx="Softplus")
+@rule("SoftPlus", versions=(4,), onnx="Softplus",
+      notes="onnxruntime is exact where OpenVINO's CPU plugin returns -1.9e-6 for x <= -18 (its reference: ~0)")
 def softplus(ctx, node):
     ctx.emit("Softplus", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("SoftSign", versions=(9,),
-      onnx="Softsign")
+@rule("SoftSign", versions=(9,), onnx="Softsign")
 def softsign(ctx, node):
     ctx.emit("Softsign", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("HSwish", versions=(4,),
-      onnx="HardSwish")
+@rule("HSwish", versions=(4,), onnx="HardSwish")
 def hswish(ctx, node):
     ctx.emit("HardSwish", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("HSigmoid", versions=(5,),
-      onnx="HardSigmoid(alpha=1/6, beta=0.5)")
+@rule("HSigmoid", versions=(5,), onnx="HardSigmoid (alpha 1/6, beta 0.5)")
 def hsigmoid(ctx, node):  # min(max(x + 3, 0), 6) / 6
     ctx.emit("HardSigmoid", [ctx.inp(node, 0)], [ctx.out(node)], alpha=1.0 / 6.0, beta=0.5)
 
 
-@rule("Mish", versions=(4,),
-      onnx="Mish")
+@rule("Mish", versions=(4,), onnx="Mish")
 def mish(ctx, node):
     ctx.emit("Mish", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("Swish", versions=(4,),
-      onnx="Mul(x, Sigmoid(beta x))",
-      notes="beta input optional (1)")
-def swish(ctx, node):  # x * sigmoid(beta * x), beta optional (1)
+@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Add, Div",
+      notes="x / (1 + exp(-beta x)), beta optional (1): onnxruntime's Sigmoid is off by ~5e-8 absolute for "
+            "large negative inputs, which x * Sigmoid(beta x) would scale to 1e-6 at x = -20")
+def swish(ctx, node):
     x = ctx.inp(node, 0)
-    scaled = ctx.emit("Mul", [x, ctx.inp(node, 1)]) if node.get_input_size() > 1 else x
-    ctx.emit("Mul", [x, ctx.emit("Sigmoid", [scaled])], [ctx.out(node)])
+    negated = ctx.emit("Neg", [x])
+    if node.get_input_size() > 1:
+        negated = ctx.emit("Mul", [negated, ctx.inp(node, 1)])
+    one = ctx.const(np.array(1, numpy_type(ctx.elem(node, 0))), "one")
+    ctx.emit("Div", [x, ctx.emit("Add", [one, ctx.emit("Exp", [negated])])], [ctx.out(node)])
 
 
-@rule("Elu", versions=(1,),
-      onnx="Elu")
+@rule("Elu", versions=(1,), onnx="Elu")
 def elu(ctx, node):
     ctx.emit("Elu", [ctx.inp(node, 0)], [ctx.out(node)], alpha=float(node.get_attributes()["alpha"]))
 
 
-@rule("Gelu", versions=(2, 7),
-      onnx="Erf or Tanh form, decomposed",
-      notes="approximation_mode erf / tanh")
+@rule("Gelu", versions=(2, 7), onnx="Erf or Tanh, Mul, Add",
+      notes="approximation_mode erf (Gelu-2's only mode) or tanh, decomposed (ONNX Gelu is opset 20)")
 def gelu(ctx, node):
     mode = node.get_attributes().get("approximation_mode", "ERF").lower()
     x = ctx.inp(node, 0)
@@ -203,9 +200,8 @@ def gelu(ctx, node):
     ctx.emit("Mul", [ctx.emit("Mul", [x, half]), ctx.emit("Add", [one, inner])], [ctx.out(node)])
 
 
-@rule("Clamp", versions=(1,),
-      onnx="Clip",
-      notes="integer data: bounds rounded inward, as OpenVINO does")
+@rule("Clamp", versions=(1,), onnx="Clip",
+      notes="for integer data the float bounds are rounded inward (ceil(min), floor(max)), as OpenVINO does")
 def clamp(ctx, node):
     attributes = node.get_attributes()
     code = ctx.elem(node, 0)

@@ -1,0 +1,136 @@
+"""Convolutions: Convolution, GroupConvolution, ConvolutionBackpropData, GroupConvolutionBackpropData.
+
+Pads: OpenVINO's shape inference writes the pads it chose for auto_pad same_upper/same_lower (and
+valid: zeros) back into the node's pads_begin/pads_end; the rules read them from there, so ONNX gets
+explicit pads that are OpenVINO's own. Where the input's spatial dims are dynamic (the pads depend on
+them), same_* maps to ONNX's SAME_UPPER/SAME_LOWER, whose formula is OpenVINO's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._registry import Unsupported, rule
+from ._spatial import FLOATS, require_type, static_output_spatial, static_spatial
+
+
+def _forward_pads(node, attributes) -> dict:
+    """ONNX Conv attributes for OpenVINO's strides, dilations and padding."""
+    auto_pad = str(attributes.get("auto_pad", "explicit")).lower()
+    onnx = {"strides": list(attributes["strides"]), "dilations": list(attributes["dilations"])}
+    if auto_pad in ("same_upper", "same_lower") and static_spatial(node) is None:
+        if any(d != 1 for d in onnx["dilations"]):
+            raise Unsupported(f"auto_pad {auto_pad} with dilations and dynamic spatial dims (onnxruntime "
+                              "has no SAME_* padding with dilations)")
+        onnx["auto_pad"] = auto_pad.upper()
+    elif auto_pad == "valid":
+        onnx["pads"] = [0] * (2 * len(onnx["strides"]))
+    else:
+        onnx["pads"] = list(attributes["pads_begin"]) + list(attributes["pads_end"])
+    return onnx
+
+
+def _group_weights(ctx, node, index: int) -> tuple[str, int]:
+    """OpenVINO group weights [G, O/G, I/G, k...] (or [G, C_in/G, C_out/G, k...] for backprop) as
+    ONNX's [G*O/G, I/G, k...]; returns the name and G."""
+    shape = node.get_input_partial_shape(index)
+    if shape.rank.is_dynamic or shape[0].is_dynamic:
+        raise Unsupported("the group count (dim 0 of the weights) must be static")
+    groups = shape[0].get_length()
+    value = ctx.const_value(node, index)
+    if value is not None:
+        return ctx.const(value.reshape((-1,) + value.shape[2:]), "weights"), groups
+    # [-1] + dims 2.. of the weights, computed (they may be dynamic)
+    tail = ctx.emit("Slice", [ctx.emit("Shape", [ctx.inp(node, index)]), ctx.const(np.array([2], np.int64), "two"),
+                              ctx.const(np.array([np.iinfo(np.int64).max], np.int64), "end")])
+    target = ctx.emit("Concat", [ctx.const(np.array([-1], np.int64), "minus_one"), tail], axis=0)
+    return ctx.emit("Reshape", [ctx.inp(node, index), target]), groups
+
+
+_FORWARD_NOTES = ("pads from OpenVINO's shape inference (auto_pad resolved); dynamic spatial dims with "
+                  "same_upper/same_lower use ONNX's identical SAME_* formula")
+_FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
+                    "auto_pad same_* with dilations and dynamic spatial dims: onnxruntime has no SAME_* "
+                    "padding with dilations",)
+
+
+@rule("Convolution", versions=(1,), onnx="Conv", notes=_FORWARD_NOTES, refuses=_FORWARD_REFUSES)
+def convolution(ctx, node):
+    require_type(ctx, node, FLOATS, "Conv")
+    ctx.emit("Conv", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)],
+             **_forward_pads(node, node.get_attributes()))
+
+
+@rule("GroupConvolution", versions=(1,), onnx="Conv (group), weights reshaped",
+      notes="weights [G, O/G, I/G, k...] reshaped to ONNX's [O, I/G, k...]; " + _FORWARD_NOTES,
+      refuses=_FORWARD_REFUSES + ("weights whose group dim is dynamic: ONNX's group is an attribute",))
+def group_convolution(ctx, node):
+    require_type(ctx, node, FLOATS, "Conv")
+    weights, groups = _group_weights(ctx, node, 1)
+    ctx.emit("Conv", [ctx.inp(node, 0), weights], [ctx.out(node)], group=groups,
+             **_forward_pads(node, node.get_attributes()))
+
+
+def _backprop(ctx, node, weights: str, groups: int, kernel_from: int):
+    """ConvTranspose for (Group)ConvolutionBackpropData; the kernel dims of the weights start at
+    `kernel_from`."""
+    require_type(ctx, node, FLOATS, "ConvTranspose")
+    attributes = node.get_attributes()
+    strides, dilations = list(attributes["strides"]), list(attributes["dilations"])
+    rank = len(strides)
+    output_padding = list(attributes.get("output_padding") or [0] * rank)
+    begin, end = list(attributes["pads_begin"]), list(attributes["pads_end"])
+    auto_pad = str(attributes.get("auto_pad", "explicit")).lower()
+    if auto_pad == "valid":
+        begin, end = [0] * rank, [0] * rank
+    grow = None  # zeros appended at the end when OpenVINO's output is larger than ONNX's can be
+    if node.get_input_size() > 2 or auto_pad in ("same_upper", "same_lower"):
+        # output_shape given, or same_*: take OpenVINO's output size and begin pads; the end pad makes up
+        # the difference. An output larger than the transposed convolution reaches (with no end pad)
+        # holds zeros there: emitted as a Pad.
+        sizes, outputs = static_spatial(node), static_output_spatial(node)
+        weight_dims = list(node.get_input_partial_shape(1))[kernel_from:]
+        kernel = [d.get_length() if d.is_static else None for d in weight_dims]
+        if sizes is None or outputs is None or None in kernel:
+            raise Unsupported("output_shape or auto_pad same_* needs static spatial dims of data, weights "
+                              "and output")
+        end, grow, padding = [], [], []
+        for size, out, k, s, d, pb, op in zip(sizes, outputs, kernel, strides, dilations, begin, output_padding):
+            reach = s * (size - 1) + (k - 1) * d + 1 - pb  # ONNX's size with no end pad, no output_padding
+            fits = reach + op >= out
+            end.append(reach + op - out if fits else 0)
+            grow.append(0 if fits else out - reach)
+            padding.append(op if fits else 0)
+        output_padding = padding
+    result = ctx.emit("ConvTranspose", [ctx.inp(node, 0), weights], None if grow and any(grow) else [ctx.out(node)],
+                      strides=strides, dilations=dilations, pads=begin + end, output_padding=output_padding,
+                      group=groups)
+    if grow and any(grow):
+        pads = ctx.const(np.array([0] * (rank + 2) + [0, 0] + grow, np.int64), "grow")
+        ctx.emit("Pad", [result, pads], [ctx.out(node)])
+
+
+_BACKPROP_REFUSES = ("integer data: ONNX ConvTranspose is float only",
+                     "output_shape input or auto_pad same_* with dynamic spatial dims: the pads depend "
+                     "on them",)
+
+
+@rule("ConvolutionBackpropData", versions=(1,), onnx="ConvTranspose",
+      notes="weights [C_in, C_out, k...] are ConvTranspose's layout; with output_shape or same_*, "
+            "OpenVINO's inferred output size and begin pads become explicit ONNX end pads, or a zero Pad "
+            "where the output reaches past the transposed convolution",
+      refuses=_BACKPROP_REFUSES)
+def convolution_backprop_data(ctx, node):
+    _backprop(ctx, node, ctx.inp(node, 1), 1, kernel_from=2)
+
+
+@rule("GroupConvolutionBackpropData", versions=(1,), onnx="ConvTranspose (group), weights reshaped",
+      notes="weights [G, C_in/G, C_out/G, k...] reshaped to ONNX's [C_in, C_out/G, k...]; padding as "
+            "ConvolutionBackpropData",
+      refuses=_BACKPROP_REFUSES + ("weights whose group dim is dynamic",))
+def group_convolution_backprop_data(ctx, node):
+    weights, groups = _group_weights(ctx, node, 1)
+    _backprop(ctx, node, weights, groups, kernel_from=3)
+
+
+# DeformableConvolution-1/8 has no rule: ONNX DeformConv exists from opset 19 only (the import targets
+# opset 18), so it stays in the "unsupported op" list (docs/openvino_ir.md says why).

@@ -1,0 +1,222 @@
+"""Pooling: MaxPool-1/8/14, AvgPool-1/14/16, AdaptiveAvgPool-8, AdaptiveMaxPool-8.
+
+Rounding: with static spatial dims, OpenVINO's shape inference says how many windows there are (floor,
+ceil, or ceil_torch, which drops a last window starting in the padding); the rule emits explicit ONNX
+pads whose floor rounding gives exactly that many (_spatial.floor_end_pads). With dynamic spatial dims,
+explicit and valid pads are kept, floor maps to ONNX's floor and ceil_torch to ONNX's ceil_mode
+(onnxruntime drops a last window starting in the end padding, as ceil_torch does); plain ceil only where
+no last window can start there; same_* is refused (onnxruntime's SAME_* MaxPool disagrees with OpenVINO).
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from .._registry import Unsupported, rule
+from ._spatial import FLOATS, floor_end_pads, require_type, pads_begin, static_output_spatial, static_spatial, window
+
+_ROUNDING = ("floor", "ceil", "ceil_torch")
+
+
+def _used(node, index: int) -> bool:
+    return bool(node.output(index).get_target_inputs())
+
+
+def _pads(node, w, rounding: str, averaging_pads: bool = False) -> dict:
+    """ONNX pads (or auto_pad, ceil_mode) giving OpenVINO's windows; see the module doc.
+    `averaging_pads`: an average whose divisor counts the padding (exclude-pad=false)."""
+    rounding = rounding.lower()
+    if rounding not in _ROUNDING:
+        raise Unsupported(f"rounding_type={rounding!r}")
+    sizes, outputs = static_spatial(node), static_output_spatial(node)
+    if sizes is not None and outputs is not None:
+        begin = pads_begin(w, sizes, outputs)
+        end = floor_end_pads(sizes, outputs, begin, w)
+        for pb, pe, k in zip(begin, end, w.kernel):
+            if max(pb, pe) >= k:
+                raise Unsupported(f"pads {begin}+{end} reach kernel {w.kernel}: ONNX needs pads below it")
+        return {"pads": begin + end}
+    if w.auto_pad in ("same_upper", "same_lower"):
+        raise Unsupported(f"auto_pad {w.auto_pad} with dynamic spatial dims (onnxruntime's SAME_* MaxPool "
+                          "pads differ from OpenVINO's)")
+    begin, end = (w.pads_begin, w.pads_end) if w.auto_pad == "explicit" else ([0] * len(w.kernel),) * 2
+    if rounding == "floor":
+        return {"pads": begin + end}
+    # Dynamic dims, explicit pads, ceil rounding: ONNX's ceil_mode is ceil_torch (onnxruntime drops a last
+    # window starting in the end padding). OpenVINO's plain ceil keeps it, but it can only start there if
+    # the end pad exceeds the kernel's span minus the stride.
+    spans = [(k - 1) * d + 1 for k, d in zip(w.kernel, w.dilations)]
+    if rounding == "ceil" and any(pe > span - s for pe, span, s in zip(end, spans, w.strides)):
+        raise Unsupported("rounding_type=ceil with dynamic spatial dims and an end pad where a last window "
+                          "may start (ONNX's ceil_mode drops it, OpenVINO's ceil keeps it)")
+    if averaging_pads and any(s > 1 for s in w.strides):
+        raise Unsupported("exclude-pad=false with ceil rounding, strides > 1 and dynamic spatial dims "
+                          "(onnxruntime divides a window running past the end pad by what it covers, "
+                          "OpenVINO by the whole kernel)")
+    return {"pads": begin + end, "ceil_mode": 1}
+
+
+def _indices_from(ctx, node, onnx_indices: str, axis: int, element: str) -> str:
+    """ONNX MaxPool's indices (flattened over the whole tensor, no padding) as OpenVINO's: flattened
+    over dims axis.. , so modulo their product; in OpenVINO's index element type."""
+    rank = ctx.rank(node, 0)
+    if rank is None:
+        raise Unsupported("indices need a static input rank")
+    axis = axis + rank if axis < 0 else axis
+    indices = onnx_indices
+    if axis > 0:
+        shape = ctx.emit("Shape", [ctx.inp(node, 0)], start=axis)
+        size = ctx.emit("ReduceProd", [shape], keepdims=1)
+        indices = ctx.emit("Mod", [indices, size])
+    code = TensorProto.INT32 if element == "i32" else TensorProto.INT64
+    return indices if code == TensorProto.INT64 else ctx.emit("Cast", [indices], to=code)
+
+
+_MAX_POOL_TYPES = FLOATS + (TensorProto.INT8, TensorProto.UINT8)
+
+
+def _max_pool(ctx, node, with_indices: bool):
+    require_type(ctx, node, _MAX_POOL_TYPES, "MaxPool")
+    attributes = node.get_attributes()
+    w = window(attributes, list(attributes["kernel"]))
+    pads = _pads(node, w, attributes.get("rounding_type", "floor"))
+    onnx = dict(kernel_shape=w.kernel, strides=w.strides, **pads)
+    if any(d != 1 for d in w.dilations):
+        onnx["dilations"] = w.dilations
+    indices = with_indices and _used(node, 1)
+    outputs = [ctx.out(node)] + ([ctx.temp("indices")] if indices else [])
+    ctx.emit("MaxPool", [ctx.inp(node, 0)], outputs, **onnx)
+    if indices:
+        converted = _indices_from(ctx, node, outputs[1], int(attributes.get("axis", 0)),
+                                  str(attributes.get("index_element_type", "i64")))
+        ctx.emit("Identity", [converted], [ctx.out(node, 1)])
+
+
+_POOL_REFUSES = ("element types ONNX's pooling does not take (MaxPool: floats, i8, u8; AveragePool: floats)",
+                 "auto_pad same_* with dynamic spatial dims: onnxruntime's SAME_* MaxPool pads differ",
+                 "rounding ceil with dynamic spatial dims where a last window may start in the end padding "
+                 "(end pad > kernel span - stride): ONNX's ceil_mode drops it, OpenVINO keeps it",
+                 "pads at least as large as the kernel (ONNX requires pads < kernel)")
+
+
+@rule("MaxPool", versions=(1,), onnx="MaxPool",
+      notes="rounding floor/ceil as MaxPool-8 (explicit pads from OpenVINO's window count on static dims, "
+            "ONNX ceil_mode on dynamic ones where equivalent)",
+      refuses=_POOL_REFUSES)
+def max_pool_1(ctx, node):
+    _max_pool(ctx, node, with_indices=False)
+
+
+@rule("MaxPool", versions=(8, 14), onnx="MaxPool (+ Mod, Cast for the indices)",
+      notes="rounding floor/ceil/ceil_torch: explicit pads from OpenVINO's window count on static dims, ONNX "
+            "ceil_mode (= ceil_torch) on dynamic ones; indices: "
+            "ONNX's whole-tensor flat index modulo the product of dims axis.. (OpenVINO's `axis`), in "
+            "index_element_type",
+      refuses=_POOL_REFUSES)
+def max_pool(ctx, node):
+    _max_pool(ctx, node, with_indices=True)
+
+
+@rule("AvgPool", versions=(1, 14, 16), onnx="AveragePool (f16 through Cast to f32)",
+      notes="exclude-pad=true: pads excluded from the divisor (count_include_pad=0); exclude-pad=false: "
+            "the divisor is the whole kernel, also for a ceil window running past the padding (OpenVINO's "
+            "behaviour; ONNX's extended end pad counts the same), except with no padding at all, where "
+            "OpenVINO divides by what the window covers (count_include_pad=0); f16 is averaged in f32",
+      refuses=_POOL_REFUSES + ("AvgPool-16 with dilations: ONNX AveragePool has them from opset 19",
+                               "exclude-pad=false, ceil rounding, strides > 1 and dynamic spatial dims: "
+                               "onnxruntime divides a window past the end pad by what it covers"))
+def avg_pool(ctx, node):
+    require_type(ctx, node, FLOATS, "AveragePool")
+    attributes = node.get_attributes()
+    w = window(attributes, list(attributes["kernel"]))
+    if any(d != 1 for d in w.dilations):
+        raise Unsupported("dilations (ONNX AveragePool has them only from opset 19)")
+    exclude = bool(attributes.get("exclude-pad", attributes.get("exclude_pad", False)))
+    rounding = str(attributes.get("rounding_type", "floor")).lower()
+    if w.auto_pad == "valid" or (w.auto_pad == "explicit" and not any(w.pads_begin + w.pads_end)):
+        # No padding: OpenVINO divides a ceil window running past the input by what it covers, as if
+        # exclude-pad were true (with padding it divides by the whole kernel)
+        exclude = True
+    x = ctx.inp(node, 0)
+    code = ctx.elem(node, 0)
+    if code == TensorProto.FLOAT16:
+        x = ctx.emit("Cast", [x], to=TensorProto.FLOAT)
+    pooled = ctx.emit("AveragePool", [x], kernel_shape=w.kernel, strides=w.strides,
+                      count_include_pad=0 if exclude else 1, **_pads(node, w, rounding, not exclude))
+    if code == TensorProto.FLOAT16:
+        pooled = ctx.emit("Cast", [pooled], to=code)
+    ctx.emit("Identity", [pooled], [ctx.out(node)])
+
+
+def _adaptive_sizes(ctx, node) -> tuple[list[int], list[int]]:
+    sizes, outputs = static_spatial(node), static_output_spatial(node)
+    if sizes is None or outputs is None:
+        raise Unsupported("needs static spatial dims of input and output (the bins depend on them)")
+    return sizes, outputs
+
+
+def _adaptive_separable(ctx, node, x: str, reduce: str, sizes, outputs) -> str:
+    """Bin [floor(i*H/o), ceil((i+1)*H/o)) along each spatial axis in turn: Slice + Reduce + Concat.
+    A box mean is the mean of means along one axis then the next; a box max likewise."""
+    for axis, (size, out) in enumerate(zip(sizes, outputs), start=2):
+        if size == out:
+            continue
+        parts = []
+        for i in range(out):
+            start, stop = (i * size) // out, -((-(i + 1) * size) // out)
+            part = ctx.emit("Slice", [x, ctx.const(np.array([start], np.int64), "start"),
+                                      ctx.const(np.array([stop], np.int64), "stop"),
+                                      ctx.const(np.array([axis], np.int64), "axis")])
+            parts.append(ctx.emit(reduce, [part, ctx.const(np.array([axis], np.int64), "axis")], keepdims=1))
+        x = ctx.emit("Concat", parts, axis=axis) if len(parts) > 1 else parts[0]
+    return x
+
+
+@rule("AdaptiveAvgPool", versions=(8,), onnx="GlobalAveragePool, AveragePool, or Slice+ReduceMean+Concat",
+      notes="bins [floor(i*H/o), ceil((i+1)*H/o)) as OpenVINO; equal bins as one AveragePool, others per "
+            "axis",
+      refuses=("dynamic spatial dims of input or output, unless the output is 1x..x1 (GlobalAveragePool): the "
+               "bins depend on them",))
+def adaptive_avg_pool(ctx, node):
+    require_type(ctx, node, FLOATS, "AveragePool")
+    x = ctx.inp(node, 0)
+    if _global(ctx, node):
+        ctx.emit("GlobalAveragePool", [x], [ctx.out(node)])
+        return
+    sizes, outputs = _adaptive_sizes(ctx, node)
+    if all(s % o == 0 for s, o in zip(sizes, outputs)):
+        kernel = [s // o for s, o in zip(sizes, outputs)]
+        ctx.emit("AveragePool", [x], [ctx.out(node)], kernel_shape=kernel, strides=kernel)
+    else:
+        ctx.emit("Identity", [_adaptive_separable(ctx, node, x, "ReduceMean", sizes, outputs)], [ctx.out(node)])
+
+
+def _global(ctx, node) -> bool:
+    """Output spatial size all ones (a Constant output_shape): one bin, the whole input."""
+    value = ctx.const_value(node, 1)
+    return value is not None and bool(np.all(value == 1))
+
+
+@rule("AdaptiveMaxPool", versions=(8,), onnx="MaxPool (+ Mod, Cast), or Slice+ReduceMax+Concat",
+      notes="bins as AdaptiveAvgPool; indices (flat over the spatial dims) from MaxPool when the bins are "
+            "equal",
+      refuses=("dynamic spatial dims of input or output (unless 1x..x1 without indices: GlobalMaxPool)",
+               "the indices output, used, with unequal bins"))
+def adaptive_max_pool(ctx, node):
+    require_type(ctx, node, _MAX_POOL_TYPES, "MaxPool")
+    x = ctx.inp(node, 0)
+    element = node.get_output_element_type(1).get_type_name()
+    if _global(ctx, node) and not _used(node, 1):
+        ctx.emit("GlobalMaxPool", [x], [ctx.out(node)])
+        return
+    sizes, outputs = _adaptive_sizes(ctx, node)
+    if all(s % o == 0 for s, o in zip(sizes, outputs)):
+        kernel = [s // o for s, o in zip(sizes, outputs)]
+        indices = ctx.temp("indices")
+        ctx.emit("MaxPool", [x], [ctx.out(node), indices], kernel_shape=kernel, strides=kernel)
+        if _used(node, 1):
+            ctx.emit("Identity", [_indices_from(ctx, node, indices, 2, element)], [ctx.out(node, 1)])
+        return
+    if _used(node, 1):
+        raise Unsupported("the indices output with unequal bins")
+    ctx.emit("Identity", [_adaptive_separable(ctx, node, x, "ReduceMax", sizes, outputs)], [ctx.out(node)])

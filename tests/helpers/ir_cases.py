@@ -1,0 +1,85 @@
+"""Shared machinery of the OpenVINO IR import tests: a case builds a small OpenVINO model with the opset
+builders; the imported ONNX model run in onnxruntime must give OpenVINO's own result (CPU plugin, f32
+precision, or its reference where the case says why)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import openvino as ov
+from openvino import opset1
+
+from onnx_bridge import divergences
+
+CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
+#: Transcendental functions: OpenVINO's CPU plugin and onnxruntime use different vectorised
+#: approximations (exp, log, erf, tanh...), so results differ in the last bits (relative to the
+#: function's magnitude: swish(-7.5) = -0.0015 differs by 3e-7).
+LIBM = dict(rtol=1e-5, atol=1e-6)
+ULP = dict(rtol=1.2e-7, atol=0)
+#: MatMul/Softmax/Einsum: the two runtimes accumulate dot products and sums in different orders.
+ACCUMULATION = dict(rtol=1e-5, atol=1e-6)
+
+
+def P(shape, element="f32", name=None):
+    return opset1.parameter(ov.PartialShape(shape), getattr(ov.Type, element), name=name)
+
+
+def C(value, dtype=None):
+    value = np.asarray(value, dtype=dtype)
+    if value.size == 0:  # the builder refuses empty constants
+        return ov.op.Constant(ov.Type(value.dtype), ov.Shape(list(value.shape)), [])
+    return opset1.constant(value)
+
+
+@dataclass
+class Case:
+    id: str
+    build: Callable  # (inputs by name) -> list of output nodes
+    feeds: dict      # input name -> array; Parameters are built from these (dynamic dims unless static)
+    tolerance: dict = field(default_factory=dict)  # empty: exact
+    static: bool = False  # static Parameter shapes (the CPU plugin refuses some ops with dynamic rank)
+    #: "cpu": OpenVINO's CPU plugin. "reference": OpenVINO's core reference (the model with Constants
+    #: for inputs, constant-folded at compile time), where the CPU plugin deviates from its spec (why: inline).
+    against: str = "cpu"
+    #: For a dialect op: feeds -> onnx_bridge.divergences.Case, so known CPU divergences are asked for.
+    dialect: Callable | None = None
+
+
+def build(case: Case, constants: bool = False):
+    if constants:
+        inputs = {name: C(value) for name, value in case.feeds.items()}
+    else:
+        inputs = {name: P(list(value.shape) if case.static else [-1] * value.ndim,
+                          ov.Type(value.dtype).get_type_name(), name) for name, value in case.feeds.items()}
+    outputs = [node.output(0) if hasattr(node, "output") else node for node in case.build(inputs)]
+    return ov.Model(outputs, [] if constants else list(inputs.values()), case.id)
+
+
+def openvino_expected(case: Case):
+    """OpenVINO's outputs for the case (or the contract's, where a known CPU divergence applies)."""
+    if case.dialect:
+        dialect_case = case.dialect(case.feeds)
+        if divergences.matching("openvino-cpu", dialect_case):  # the contract decides
+            return list(dialect_case.contract)
+    if case.against == "reference":
+        return ov_run(build(case, constants=True), {})
+    return ov_run(build(case), case.feeds)
+
+
+def ov_run(model, feeds):
+    compiled = ov.Core().compile_model(model, "CPU", CONFIG)
+    result = compiled(feeds)
+    return [result[output] for output in compiled.outputs]
+
+
+def assert_same(got, want, tolerance, what):
+    assert len(got) == len(want), what
+    for index, (a, b) in enumerate(zip(got, want)):
+        b = np.asarray(b)
+        assert (a.dtype, a.shape) == (b.dtype, b.shape), f"{what} output {index}"
+        if tolerance:
+            np.testing.assert_allclose(a, b, **tolerance, err_msg=f"{what} output {index}")
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"{what} output {index}")
