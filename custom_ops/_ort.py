@@ -137,7 +137,9 @@ def _invoke(k_id, feed, attributes):
         outputs = signature.op(feed, _ocos.Opdef._odlist[k_id].cast_attributes(attributes),
                                signature.output_dtypes)
     except BaseException as error:  # noqa: BLE001 - anything escaping here aborts the process
-        error.__traceback__ = error.__traceback__.tb_next  # this frame holds the inputs
+        # The error's frames keep this one alive (f_back): let go of the inputs it holds.
+        feed.clear()
+        error.__traceback__ = error.__traceback__.tb_next
         _record(error)
         outputs = [np.zeros((0,), dtype=d) for d in signature.output_dtypes]
     result = [k_id]
