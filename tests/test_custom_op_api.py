@@ -216,3 +216,18 @@ def test_prepare_model_route_with_own_options():
     (error,) = onnx_bridge.take_errors()
     assert isinstance(error, onnx_bridge.OpError) and "negative values" in str(error)
     assert onnx_bridge.take_errors() == []
+
+
+def test_a_domain_a_session_has_loaded_does_not_grow():
+    @onnx_bridge.custom_op("First", domain="ai.example.sealed")
+    def first(x):
+        return x
+
+    model, feeds = user_model("SoftShrink", {"x": np.ones(2, np.float32)})
+    onnx_bridge.InferenceSession(model).run(None, feeds)
+    with pytest.raises(onnx_bridge.BridgeError, match="register every op of a domain before"):
+        onnx_bridge.custom_op("Second", domain="ai.example.sealed")(lambda x: x)
+
+    @onnx_bridge.custom_op("First", domain="ai.example.fresh")  # a new domain is fine
+    def first_again(x):
+        return x
