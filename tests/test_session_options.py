@@ -120,6 +120,11 @@ def _cases():
         yield "ScatterElementsUpdate", dict(
             data=np.arange(4, dtype=f), indices=np.array([1]), updates=np.ones(1, f),
             axis=np.array(1)), {"reduction": reduction}, ("axis",)
+    for axis in (np.array(0), np.array([0]), np.array([[0]]), np.array(3), np.array([0, 0])):
+        for reduction in ("sum", "mean"):  # axis fed at run time
+            yield "ScatterElementsUpdate", dict(
+                data=np.arange(4, dtype=f), indices=np.array([1]), updates=np.ones(1, f), axis=axis), \
+                {"reduction": reduction}, ()
     for indices, axis in (([0, 2], 0), ([3], 0), ([0], 2), ([-1], 0)):
         yield "ScatterUpdate", dict(data=np.zeros((3, 2), f), indices=np.array(indices),
                                     updates=np.ones((len(indices), 2), f), axis=np.array(axis)), {}, ("axis",)
