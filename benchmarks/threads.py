@@ -75,7 +75,8 @@ def make_session(kind: str):
                                 providers=["CPUExecutionProvider"])
 
 
-def throughput(kind: str, threads: int, shared: bool, seconds: float) -> float:
+def throughput(kind: str, threads: int, shared: bool, seconds: float) -> tuple[float, float]:
+    """(runs per second, cores used: process CPU time / wall time) over one window."""
     sessions = [make_session(kind)] * threads if shared else [make_session(kind) for _ in range(threads)]
     counts, stop, barrier = [0] * threads, threading.Event(), threading.Barrier(threads + 1)
 
@@ -91,13 +92,13 @@ def throughput(kind: str, threads: int, shared: bool, seconds: float) -> float:
     for worker in workers:
         worker.start()
     barrier.wait()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     time.sleep(seconds)
     stop.set()
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     for worker in workers:
         worker.join()
-    return sum(counts) / elapsed
+    return sum(counts) / elapsed, cpu / elapsed
 
 
 def good_beside_bad(seconds: float) -> dict:
@@ -138,17 +139,21 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
+    print("Runs per second (cores used: process CPU time / wall time), medians of the windows.")
     print("| runtime | sessions | 1 thread | 2 threads | 4 threads | 2 threads / 1 |")
     print("|---|---|---|---|---|---|")
     for kind in ("bridge", "onnxruntime"):
         for shared in (True, False):
-            medians = [statistics.median(throughput(kind, n, shared, args.seconds) for _ in range(args.repeats))
-                       for n in (1, 2, 4)]
+            cells = []
+            for n in (1, 2, 4):
+                windows = [throughput(kind, n, shared, args.seconds) for _ in range(args.repeats)]
+                cells.append((statistics.median(w[0] for w in windows),
+                              statistics.median(w[1] for w in windows)))
             name = "onnx_bridge.InferenceSession" if kind == "bridge" else "plain onnxruntime (no custom op)"
             print(f"| {name} | {'one shared' if shared else 'one per thread'} | "
-                  + " | ".join(f"{m:.0f}/s" for m in medians) + f" | {medians[1] / medians[0]:.2f}x |",
-                  flush=True)
-    alone = statistics.median(throughput("bridge", 1, False, args.seconds) for _ in range(args.repeats))
+                  + " | ".join(f"{r:.0f}/s ({c:.2f})" for r, c in cells)
+                  + f" | {cells[1][0] / cells[0][0]:.2f}x |", flush=True)
+    alone = statistics.median(throughput("bridge", 1, False, args.seconds)[0] for _ in range(args.repeats))
     beside = good_beside_bad(args.seconds * args.repeats)
     print(f"\ngood thread alone: {alone:.0f}/s; beside a thread failing {beside['bad']:.0f}/s: "
           f"{beside['good']:.0f}/s; crossed errors: {beside['crossed']}")
