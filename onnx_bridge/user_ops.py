@@ -17,6 +17,7 @@ narrowed back the same way. See docs/custom_ops.md.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import json
@@ -50,6 +51,11 @@ def _parse_type(op, port, text):
         raise BridgeError(f"custom op {op}: {port} type {text!r} is neither a type name "
                           f"({', '.join(type_name(t) for t in DATA_TYPES)}) nor a type variable "
                           f"(a name starting with an upper-case letter)") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _logical_types(names: str) -> tuple:
+    return tuple(dtype_from_name(name) for name in names.split(","))
 
 
 def _carried(dtype: np.dtype) -> np.dtype:
@@ -104,7 +110,7 @@ class UserOp:
     # Called by custom_ops._ort's invocation hook (feed: carried arrays; attributes: hidden strings).
     def __call__(self, feed, attributes, carried_outputs):
         node = attributes.get("_node") or None
-        logical = [dtype_from_name(name) for name in attributes["_types"].split(",")]
+        logical = _logical_types(attributes["_types"])
         inputs = [x.astype(t) if x.dtype != t else x for x, t in zip(feed, logical)]
         try:
             result = self.function(*inputs, **json.loads(attributes["_attrs"]))
