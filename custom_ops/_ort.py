@@ -1,24 +1,38 @@
 """onnxruntime-extensions adapter: the only module that imports onnxruntime_extensions.
 
-- One PyOp registration per input type signature the contract allows (same op name, dispatch by types).
-- Every registration declares the op's attributes plus hidden ones written by session.prepare_model:
-  `_node` (node name for errors), `_dtype` (logical type of a float16/bfloat16 node the session widened to
-  float32) and, for Unique, `_axis_absent`.
+The registration core for every Python op the bridge runs in onnxruntime: the dialect ops (registered
+here, from their specs) and users' own ops (onnx_bridge.custom_op) go through `register_pyop`.
+
+- One PyOp registration per input type signature (same op name, onnxruntime-extensions dispatches by
+  input types).
 - A replacement of onnxruntime-extensions' invocation hook that returns C-contiguous numpy arrays instead
-  of `ndarray.tolist()` (its C++ side memcpys array data; other users' PyOps still get the stock hook),
-  and that never lets an exception escape into C++ (which calls std::terminate): the error is recorded
-  and onnx_bridge.InferenceSession.run raises it.
+  of `ndarray.tolist()` (its C++ side memcpys array data; PyOps registered elsewhere still get the stock
+  hook), and that never lets an exception escape into C++ (which calls std::terminate): the error is
+  recorded, empty outputs are returned and the caller raises the error.
+- The error channel is per run, never process-wide. onnxruntime-extensions calls the hook with the GIL
+  held on the thread that executes the node, which in sequential execution mode is the thread that called
+  run() (checked in tests/test_concurrency.py). `collecting_errors()` (used by
+  onnx_bridge.InferenceSession.run) installs a run-local record on that thread; outside such a run (a
+  user's own onnxruntime session built with prepare_model) errors go to a per-thread list that
+  `take_errors()` empties. Recorded errors keep their traceback lines but not the frames' locals, so the
+  failing inputs are never retained. No lock: the GIL serializes the Python parts, native work runs free.
+- Registrations are appended to a per-domain std::vector inside onnxruntime-extensions, and every
+  session that loaded the library holds pointers into it: a domain must not grow once a session has
+  loaded it (`seal()`), new domains may still be added.
 """
 from __future__ import annotations
 
 import itertools
 import threading
+import traceback
+from contextlib import contextmanager
 
 import numpy as np
-from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path, onnx_op  # noqa: F401
+from onnxruntime_extensions import PyCustomOpDef, _ocos, onnx_op
+from onnxruntime_extensions import get_library_path as _extensions_library_path
 
 from .config import DIALECT_OPSET, DOMAIN
-from .errors import OpError
+from .errors import BridgeError, OpError
 
 from ._spec import resolve
 from ._types import INTEGER_TYPES, dtype_from_name
@@ -36,13 +50,113 @@ CARRIED_TYPES = tuple(PYOP_TYPES)
 HIDDEN_ATTRIBUTES = {"_node": PyCustomOpDef.dt_string, "_dtype": PyCustomOpDef.dt_string}
 
 
-class _Registration:
-    """One registered signature: runs the spec's kernel and returns arrays of the declared types."""
+# The error channel -------------------------------------------------------------------------------
 
-    def __init__(self, spec, output_dtypes, inplace_first: bool):
-        self.spec, self.output_dtypes, self.inplace_first = spec, output_dtypes, inplace_first
+_thread = threading.local()  # .run: the record of the run in progress on this thread; .pending
 
-    def __call__(self, feed, attributes):
+
+def _forget_locals(error: BaseException) -> BaseException:
+    """Drop the frames' local variables (the failing inputs) from `error` and its chained exceptions;
+    file, line and function of every frame stay for the traceback."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        traceback.clear_frames(error.__traceback__)
+        error = error.__cause__ or error.__context__
+    return error
+
+
+def _record(error: BaseException) -> None:
+    _forget_locals(error)
+    record = getattr(_thread, "run", None)
+    if record is None:
+        record = _thread.__dict__.setdefault("pending", [])
+    record.append(error)
+
+
+@contextmanager
+def collecting_errors():
+    """Record the errors of the Python ops run on this thread inside the block in a list of their own
+    (yielded); errors outside any such block go to take_errors()."""
+    previous = getattr(_thread, "run", None)
+    _thread.run = record = []
+    try:
+        yield record
+    finally:
+        _thread.run = previous
+
+
+def take_errors() -> list[BaseException]:
+    """Errors raised inside bridge Python ops on this thread, outside onnx_bridge.InferenceSession.run
+    (e.g. in a user's own onnxruntime session built with prepare_model), since the last call."""
+    errors = _thread.__dict__.get("pending", [])
+    _thread.pending = []
+    return errors
+
+
+# Registration core -------------------------------------------------------------------------------
+
+_OURS: dict[int, "_Signature"] = {}
+_sealed: set[str] = set()     # domains some session has loaded: they must not grow any more
+_registered: set[str] = set()
+
+
+class _Signature:
+    """One registered input-type signature of one op."""
+
+    def __init__(self, op, output_dtypes):
+        self.op, self.output_dtypes = op, output_dtypes
+
+
+def get_library_path() -> str:
+    """The onnxruntime-extensions library; whoever asks may load it into a session, so every domain
+    registered so far is sealed."""
+    _sealed.update(_registered)
+    return _extensions_library_path()
+
+
+def register_pyop(op, domain: str, op_type: str, signatures, attributes: dict) -> None:
+    """Register `op` (called as op(inputs, attributes) -> list of output arrays) for every
+    (input dtypes, output dtypes) in `signatures`; `attributes` maps name -> PyCustomOpDef type code."""
+    if domain in _sealed:
+        raise BridgeError(f"cannot add {domain}::{op_type}: a session has already loaded domain "
+                          f"{domain!r} (onnxruntime-extensions keeps pointers into its op list); "
+                          f"register every op of a domain before creating sessions that use it")
+    for input_dtypes, output_dtypes in signatures:
+        opdef = onnx_op(op_type=f"{domain}::{op_type}", inputs=[PYOP_TYPES[t] for t in input_dtypes],
+                        outputs=[PYOP_TYPES[t] for t in output_dtypes], attrs=dict(attributes))(op)
+        _OURS[id(opdef)] = _Signature(op, tuple(output_dtypes))
+    _registered.add(domain)
+
+
+def _invoke(k_id, feed, attributes):
+    signature = _OURS.get(k_id)
+    if signature is None:
+        return _ocos._on_pyop_invocation(k_id, feed, attributes)
+    try:
+        outputs = signature.op(feed, _ocos.Opdef._odlist[k_id].cast_attributes(attributes),
+                               signature.output_dtypes)
+    except BaseException as error:  # noqa: BLE001 - anything escaping here aborts the process
+        # The error's frames keep this one alive (f_back): let go of the inputs it holds.
+        feed.clear()
+        error.__traceback__ = error.__traceback__.tb_next
+        _record(error)
+        outputs = [np.zeros((0,), dtype=d) for d in signature.output_dtypes]
+    result = [k_id]
+    for array in outputs:
+        result += [array.shape, array]
+    return tuple(result)
+
+
+# The dialect ops ---------------------------------------------------------------------------------
+
+class _DialectOp:
+    """Runs the spec's kernel and returns arrays of the declared types."""
+
+    def __init__(self, spec, inplace_first: bool):
+        self.spec, self.inplace_first = spec, inplace_first
+
+    def __call__(self, feed, attributes, output_dtypes):
         attributes = dict(attributes)
         node = attributes.pop("_node", "") or None
         logical = attributes.pop("_dtype", "")
@@ -63,50 +177,17 @@ class _Registration:
         if not isinstance(values, tuple):
             values = (values,)
         # np.require, not np.ascontiguousarray: the latter turns a 0-D result into shape (1,).
-        return [np.require(v, dtype=d, requirements="C") for v, d in zip(values, self.output_dtypes)]
+        return [np.require(v, dtype=d, requirements="C") for v, d in zip(values, output_dtypes)]
 
 
-
-_OURS: dict[int, _Registration] = {}
-_pending: list[BaseException] = []
-_lock = threading.RLock()
-
-
-def take_errors() -> list[BaseException]:
-    """Errors raised inside dialect ops since the last call (onnx_bridge.InferenceSession raises them)."""
-    with _lock:
-        errors = list(_pending)
-        _pending.clear()
-    return errors
-
-
-def _invoke(k_id, feed, attributes):
-    registration = _OURS.get(k_id)
-    if registration is None:
-        return _ocos._on_pyop_invocation(k_id, feed, attributes)
-    try:
-        outputs = registration(feed, _ocos.Opdef._odlist[k_id].cast_attributes(attributes))
-    except BaseException as error:  # noqa: BLE001 - anything escaping here aborts the process
-        with _lock:
-            _pending.append(error)
-        outputs = [np.zeros((0,), dtype=d) for d in registration.output_dtypes]
-    result = [k_id]
-    for array in outputs:
-        result += [array.shape, array]
-    return tuple(result)
-
-
-def _register(op_type: str, input_dtypes, output_dtypes, extra_attributes=()):
+def _register_dialect(op_type: str, signatures, extra_attributes=()):
     spec = resolve(op_type, DIALECT_OPSET)  # the newest version: session.prepare_model normalises to it
     attrs = {a.name: (PyCustomOpDef.dt_int64 if a.kind == "int" else PyCustomOpDef.dt_string)
              for a in spec.attributes}
     attrs.update(HIDDEN_ATTRIBUTES)
     attrs.update({name: PyCustomOpDef.dt_int64 for name in extra_attributes})
-    body = _Registration(spec, output_dtypes, inplace_first=op_type in ("ScatterElementsUpdate",
-                                                                          "ScatterUpdate"))
-    opdef = onnx_op(op_type=f"{DOMAIN}::{op_type}", inputs=[PYOP_TYPES[t] for t in input_dtypes],
-                    outputs=[PYOP_TYPES[t] for t in output_dtypes], attrs=attrs)(body)
-    _OURS[id(opdef)] = body
+    op = _DialectOp(spec, inplace_first=op_type in ("ScatterElementsUpdate", "ScatterUpdate"))
+    register_pyop(op, DOMAIN, op_type, signatures, attrs)
 
 
 def _register_all() -> None:
@@ -114,13 +195,14 @@ def _register_all() -> None:
     # otherwise fails every later session ("IsCompatible input count does not match"). That is why
     # Unique always takes its axis input (prepare_model adds a placeholder and sets _axis_absent).
     i64 = np.dtype(np.int64)
-    for data, index, axis in itertools.product(CARRIED_TYPES, INTEGER_TYPES, INTEGER_TYPES):
-        for op_type in ("ScatterElementsUpdate", "ScatterUpdate"):
-            _register(op_type, (data, index, data, axis), (data,))
-    for data, axes in itertools.product(CARRIED_TYPES, INTEGER_TYPES):
-        if data != np.bool_:
-            _register("ReduceL2", (data, axes), (data,))
-        _register("Unique", (data, axes), (data, i64, i64, i64), extra_attributes=("_axis_absent",))
+    for op_type in ("ScatterElementsUpdate", "ScatterUpdate"):
+        _register_dialect(op_type, [((data, index, data, axis), (data,)) for data, index, axis in
+                                    itertools.product(CARRIED_TYPES, INTEGER_TYPES, INTEGER_TYPES)])
+    _register_dialect("ReduceL2", [((data, axes), (data,)) for data, axes in
+                                   itertools.product(CARRIED_TYPES, INTEGER_TYPES) if data != np.bool_])
+    _register_dialect("Unique", [((data, axes), (data, i64, i64, i64)) for data, axes in
+                                 itertools.product(CARRIED_TYPES, INTEGER_TYPES)],
+                      extra_attributes=("_axis_absent",))
 
 
 _register_all()

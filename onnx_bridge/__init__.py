@@ -16,6 +16,8 @@ _LAZY = {
     "prepare_model": "onnx_bridge.session",
     "get_library_path": "onnx_bridge.session",
     "register_ops": "onnx_bridge.session",
+    "take_errors": "onnx_bridge.session",
+    "custom_op": "onnx_bridge.user_ops",
     "convert": "converters",
     "register_schemas": "custom_ops._schemas",
 }

@@ -4,12 +4,16 @@ prepare_model() rewrites a model so onnxruntime-extensions can run its dialect n
 written (onnxruntime-extensions requires all declared attributes), ScatterElementsUpdate-3 expressed as -12,
 float16/bfloat16 nodes widened to float32 with Casts (the PyOp API cannot carry them), Unique given an
 explicit axis input and int64 index outputs (Cast to int32 where asked), and the node name recorded for
-error messages. InferenceSession is a drop-in onnxruntime.InferenceSession that does this, registers the
-ops, and turns a failure inside a dialect op into an OpError raised from run() instead of an abort.
+error messages. Nodes of users' own ops (onnx_bridge.custom_op) are rewritten the same way.
+InferenceSession is a drop-in onnxruntime.InferenceSession that does this, registers the ops, and turns a
+failure inside a Python op into an OpError raised from run() instead of an abort.
+
+Concurrency: no lock. Each run collects the errors of its Python ops in a record of its own
+(custom_ops._ort.collecting_errors on the calling thread; sessions with Python ops run in sequential
+execution mode, so the ops run on that thread); the GIL serializes the Python parts, native kernels run
+in parallel. A caller's SessionOptions is copied, never changed.
 """
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 import onnx
@@ -26,8 +30,8 @@ from converters.model_io import load_model, opset_of
 from converters.passes import make_runnable
 from .config import DIALECT_OPSET, DOMAIN
 from .errors import ModelError, OpError
+from . import user_ops as _user_ops
 
-_RUN_LOCK = threading.RLock()  # dialect ops report errors through one process-wide channel
 _WIDENED_CODES = {NUMPY_TO_ONNX[t] for t in WIDENED_TYPES}
 # Inputs/outputs of each op that carry the data type T (widened together).
 
@@ -42,6 +46,22 @@ def custom_op_preferred(node: onnx.NodeProto) -> str | None:
         return ("faster as the custom op: the exact mean lowering takes three scatters "
                 "(22 ms against 16 ms on the seed shape)")
     return None
+
+
+def _preferences(model: onnx.ModelProto):
+    """The `ops=` callback of converters.convert for a session: custom_op_preferred, plus ReduceL2 with
+    `axes` computed at run time stays a custom op: the contract wants a 2-D axes tensor rejected, and
+    the lowering (which flattens axes) would accept it."""
+    constant = {t.name for t in model.graph.initializer} | {
+        o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
+
+    def preferred(node: onnx.NodeProto) -> str | None:
+        if node.op_type == "ReduceL2" and len(node.input) > 1 and node.input[1] and \
+                node.input[1] not in constant:
+            return "axes fed at run time: its rank (scalar or 1-D) is checked by the op"
+        return custom_op_preferred(node)
+
+    return preferred
 
 
 def _ort():
@@ -95,6 +115,7 @@ class _Rewriter:
         self.model = model
         self.opset = opset_of(model, DOMAIN)
         self.types = _value_types(model)
+        self.user_domains = _user_ops.registered_domains()
         self.count = 0
 
     def graph(self, graph: onnx.GraphProto) -> None:
@@ -107,6 +128,11 @@ class _Rewriter:
                     self.graph(sub)
             if node.domain == DOMAIN:
                 nodes.extend(self.node(node, graph))
+            elif node.domain in self.user_domains:
+                self.count += 1
+                label = node.name or f"{node.op_type}_{self.count}"
+                nodes.extend(_user_ops.rewrite_node(
+                    node, label, lambda name, port: self._type_of(node, name, port), self.count))
             else:
                 nodes.append(node)
         del graph.node[:]
@@ -192,9 +218,11 @@ def prepare_model(model) -> onnx.ModelProto:
         so.register_custom_ops_library(onnx_bridge.get_library_path())
         sess = onnxruntime.InferenceSession(onnx_bridge.prepare_model(m).SerializeToString(), so)
 
-    In such a session a failing dialect op cannot raise (onnxruntime-extensions would abort): it
-    returns empty outputs and records the error; custom_ops._ort.take_errors() returns it.
-    onnx_bridge.InferenceSession raises it for you.
+    In such a session a failing Python op cannot raise (onnxruntime-extensions would abort): it
+    returns empty outputs and records the error for the thread that ran it; take_errors(), called on
+    that thread after run(), returns (and forgets) it. Keep the session's execution mode sequential
+    (the default) so the ops run on the thread that called run(). onnx_bridge.InferenceSession does
+    all this for you.
     """
     model = plain_dialect_nodes(make_runnable(load_model(model)))  # none in function bodies
     rewriter = _Rewriter(model)
@@ -204,17 +232,85 @@ def prepare_model(model) -> onnx.ModelProto:
     return model
 
 
+def take_errors() -> list:
+    """Errors of bridge Python ops that ran on this thread outside onnx_bridge.InferenceSession.run
+    (a user's own onnxruntime session built with prepare_model), since the last call; for that route,
+    call it after every run() to learn whether the run failed. The errors keep their messages and
+    traceback lines, not the failing inputs."""
+    return _ort().take_errors()
+
+
+def _uses_pyops(model: onnx.ModelProto) -> bool:
+    domains = {DOMAIN} | _user_ops.registered_domains()
+    return any(uses_domain(model, domain) for domain in domains)
+
+
+#: SessionOptions properties copied to the session's own options (onnxruntime's SessionOptions cannot
+#: be copied or pickled, and registering a library changes it for good).
+_OPTION_PROPERTIES = (
+    "enable_cpu_mem_arena", "enable_mem_pattern", "enable_mem_reuse", "enable_profiling",
+    "execution_mode", "execution_order", "graph_optimization_level", "inter_op_num_threads",
+    "intra_op_num_threads", "log_severity_level", "log_verbosity_level", "logid",
+    "optimized_model_filepath", "profile_file_prefix", "use_deterministic_compute",
+    "use_per_session_threads")
+#: Session config entries copied when set (onnxruntime cannot list the entries of an options object).
+_CONFIG_KEYS = (
+    "session.disable_prepacking", "session.use_env_allocators", "session.load_model_format",
+    "session.save_model_format", "session.set_denormal_as_zero", "session.disable_quant_qdq",
+    "session.disable_double_qdq_remover", "session.enable_quant_qdq_cleanup",
+    "session.disable_aot_function_inlining", "session.disable_specified_optimizers",
+    "optimization.disable_specified_optimizers", "optimization.enable_gelu_approximation",
+    "optimization.minimal_build_optimizations", "session.intra_op.allow_spinning",
+    "session.inter_op.allow_spinning", "session.force_spinning_stop", "session.intra_op_thread_affinities",
+    "session.dynamic_block_base", "session.use_device_allocator_for_initializers",
+    "session.allow_released_opsets_only", "session.strict_shape_type_inference",
+    "session.disable_cpu_ep_fallback", "session.use_ort_model_bytes_directly",
+    "session.use_ort_model_bytes_for_initializers", "session.qdqisint8allowed",
+    "session.x64quantprecision", "session.graph_optimizations_loop_level", "session.enable_profiling",
+    "session.optimized_model_external_initializers_file_name",
+    "session.optimized_model_external_initializers_min_size_in_bytes", "mlas.enable_gemm_fastmath_arm64_bfloat16")
+
+
+def session_options(user: ort.SessionOptions | None, *, python_ops: bool) -> ort.SessionOptions:
+    """A fresh SessionOptions for one session the bridge creates: the caller's settings (properties and
+    the config entries in _CONFIG_KEYS; what onnxruntime's Python API cannot read back, e.g.
+    add_initializer or other custom-op libraries, is not carried), the extensions library if the model
+    still has Python ops (then sequential execution, so they run on the thread that called run()), and
+    log severity "fatal": a failing run reports itself through the exception alone (onnxruntime would
+    log the node that failed, or the empty output a failing Python op leaves, e.g. VerifyOutputSizes)."""
+    options = ort.SessionOptions()
+    if user is not None:
+        for name in _OPTION_PROPERTIES:
+            setattr(options, name, getattr(user, name))
+        for key in _CONFIG_KEYS:
+            try:
+                value = user.get_session_config_entry(key)
+            except Exception:  # not set
+                continue
+            options.add_session_config_entry(key, value)
+    options.log_severity_level = 4
+    if python_ops:
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.register_custom_ops_library(get_library_path())
+    return options
+
+
 class InferenceSession:
     """onnxruntime.InferenceSession for models with dialect nodes; same constructor and methods.
 
     lower=True (default): nodes with an exact standard-ONNX lowering (converters.convert with
     strict="semantics": the standard graph agrees on every input, valid or not, NaN included) run as
     native onnxruntime kernels (except where the custom op is measurably faster: Unique and
-    ScatterElementsUpdate mean, see custom_op_preferred); the rest run as Python custom ops. The one admitted difference is float
-    summation order (float ReduceL2 may differ from the Python kernel in the last bits, as any two
-    implementations of a float sum do). lower=False runs every dialect node as a Python custom op.
+    ScatterElementsUpdate mean, see custom_op_preferred, and ReduceL2 whose axes are computed at run
+    time, whose rank only the op checks); the rest run as Python custom ops. The one admitted
+    difference is float summation order (float ReduceL2 may differ from the Python kernel in the last
+    bits, as any two implementations of a float sum do). lower=False runs every dialect node as a
+    Python custom op. Nodes of users' own ops (onnx_bridge.custom_op) always run as Python ops.
     If a run fails inside a lowered node, the inputs are replayed through the custom ops so the error
     is the dialect's OpError (naming node, input and value) rather than onnxruntime's message.
+
+    `sess_options` is never changed: the session uses a copy (see session_options). Runs from several
+    threads, on one session or several, are independent: each raises its own errors.
     """
 
     def __init__(self, model, sess_options=None, providers=None, provider_options=None, *, lower=True,
@@ -222,26 +318,21 @@ class InferenceSession:
         source = load_model(model)
         self.conversion_report = None
         self._fallback = None
+        self._fallback_session = None
         self._session_args = (sess_options, providers, provider_options, kwargs)
         if lower and uses_domain(source, DOMAIN):
             from converters import convert
             lowered, self.conversion_report = convert(source, to="standard", strict="semantics",
-                                                     ops=custom_op_preferred)
+                                                     ops=_preferences(source))
             self._fallback = source
             source = lowered
         self.prepared_model = prepare_model(source)
-        self._uses_pyops = uses_domain(self.prepared_model, DOMAIN)
-        self._session = self._create(self.prepared_model)
+        self._uses_pyops = _uses_pyops(self.prepared_model)
+        self._session = self._create(self.prepared_model, self._uses_pyops)
 
-    def _create(self, prepared):
+    def _create(self, prepared, python_ops):
         sess_options, providers, provider_options, kwargs = self._session_args
-        options = sess_options
-        if options is None:
-            options = ort.SessionOptions()
-            # A failing dialect op reaches the caller as OpError; onnxruntime's own log line about the
-            # node that then sees an empty input would only repeat it.
-            options.log_severity_level = 4
-        options.register_custom_ops_library(get_library_path())
+        options = session_options(sess_options, python_ops=python_ops)
         try:
             return ort.InferenceSession(prepared.SerializeToString(), options,
                                         providers=providers or ["CPUExecutionProvider"],
@@ -260,10 +351,10 @@ class InferenceSession:
             if self._fallback is None:
                 raise
             # Replay through the custom ops: an invalid input gets the dialect's own error.
-            if not isinstance(self._fallback, ort.InferenceSession):
-                self._fallback = self._create(prepare_model(self._fallback))
             try:
-                _run_collecting_errors(self._fallback, output_names, input_feed, run_options)
+                if self._fallback_session is None:  # created once, on the first failure
+                    self._fallback_session = self._create(prepare_model(self._fallback), True)
+                _run_collecting_errors(self._fallback_session, output_names, input_feed, run_options)
             except OpError as error:
                 raise error from native_error
             except Exception:
@@ -275,17 +366,13 @@ class InferenceSession:
 
 
 def _run_collecting_errors(session, output_names, input_feed, run_options):
-    ort_module = _ort()
-    with _RUN_LOCK:
-        ort_module.take_errors()
+    with _ort().collecting_errors() as errors:
         try:
             outputs = session.run(output_names, input_feed, run_options)
         except Exception as exc:
-            errors = ort_module.take_errors()
             if errors:
                 raise errors[0] from exc
             raise
-        errors = ort_module.take_errors()
     if errors:
         raise errors[0]
     return outputs

@@ -90,7 +90,7 @@ CASES = {
         options.register_custom_ops_library(onnx_bridge.get_library_path())
         session = ort.InferenceSession(onnx_bridge.prepare_model(model).SerializeToString(), options)
         print("SHAPE", session.run(None, feeds)[0].shape)
-        print("ERR", _ort.take_errors()[0].value)
+        print("ERR", onnx_bridge.take_errors()[0].value)
     """, ["SHAPE (0,)", "ERR 7"]),
     "type the bridge cannot carry fails at creation": ("""
         import onnx
