@@ -28,8 +28,13 @@ import traceback
 from contextlib import contextmanager
 
 import numpy as np
-from onnxruntime_extensions import PyCustomOpDef, _ocos, onnx_op
-from onnxruntime_extensions import get_library_path as _extensions_library_path
+
+from ._ortx_compat import check as _check_ortx
+
+_check_ortx()  # the onnxruntime-extensions internals used below, or one ImportError naming the range
+
+from onnxruntime_extensions import PyCustomOpDef, _ocos, onnx_op  # noqa: E402
+from onnxruntime_extensions import get_library_path as _extensions_library_path  # noqa: E402
 
 from .config import DIALECT_OPSET, DOMAIN
 from .errors import BridgeError, OpError

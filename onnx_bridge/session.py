@@ -41,10 +41,6 @@ def custom_op_preferred(node: onnx.NodeProto) -> str | None:
     seed shapes, docs/performance.md), or None to run it natively."""
     if node.op_type == "Unique":
         return "faster as the custom op: onnxruntime's Unique is 15-45x slower than its sort"
-    if node.op_type == "ScatterElementsUpdate" and any(
-            a.name == "reduction" and a.s == b"mean" for a in node.attribute):
-        return ("faster as the custom op: the exact mean lowering takes three scatters "
-                "(22 ms against 16 ms on the seed shape)")
     return None
 
 
@@ -300,8 +296,8 @@ class InferenceSession:
 
     lower=True (default): nodes with an exact standard-ONNX lowering (converters.convert with
     strict="semantics": the standard graph agrees on every input, valid or not, NaN included) run as
-    native onnxruntime kernels (except where the custom op is measurably faster: Unique and
-    ScatterElementsUpdate mean, see custom_op_preferred, and ReduceL2 whose axes are computed at run
+    native onnxruntime kernels (except where the custom op is measurably faster: Unique, see
+    custom_op_preferred, and ReduceL2 whose axes are computed at run
     time, whose rank only the op checks); the rest run as Python custom ops. The one admitted
     difference is float summation order (float ReduceL2 may differ from the Python kernel in the last
     bits, as any two implementations of a float sum do). lower=False runs every dialect node as a

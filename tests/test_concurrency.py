@@ -16,15 +16,17 @@ from tests.helpers.models import dialect_model
 
 
 def mean_model():
+    """int64 mean: no exact lowering (the sum needs more than 64 bits), so even the default session runs
+    it as a Python op."""
     return dialect_model("ScatterElementsUpdate", dict(
-        data=np.zeros(8, np.float32), indices=np.array([1, 2, 1]), updates=np.ones(3, np.float32),
+        data=np.zeros(8, np.int64), indices=np.array([1, 2, 1]), updates=np.ones(3, np.int64),
         axis=np.array(0)), {"reduction": "mean"})
 
 
 def feeds_for(bad_index: int | None, thread: int):
     indices = np.array([1, 2, 1] if bad_index is None else [1, bad_index, 1])
-    return {"data": np.full(8, thread, np.float32), "indices": indices,
-            "updates": np.ones(3, np.float32)}
+    return {"data": np.full(8, thread, np.int64), "indices": indices,
+            "updates": np.ones(3, np.int64)}
 
 
 def _hammer(sessions, runs=60):

@@ -50,6 +50,15 @@ def not_an_array(x):
     return [1, 2]
 
 
+ECHOED = []  # dtypes Echo received; every op of a domain is registered before any session loads it
+
+
+@onnx_bridge.custom_op("Echo", domain=DOMAIN)
+def echo(x):
+    ECHOED.append(x.dtype)
+    return x
+
+
 def user_model(op_type, inputs: dict, output_types=None, attributes=None, name="user"):
     """One user-op node; inputs maps name -> array; outputs y0, y1, ... of `output_types` (default: input
     0's type); bfloat16 values travel as float32 around the graph."""
@@ -80,17 +89,11 @@ NUMERIC = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64
 
 @pytest.mark.parametrize("dtype", FLOATS + NUMERIC, ids=type_name)
 def test_every_type_arrives_as_itself(dtype):
-    seen = []
-
-    @onnx_bridge.custom_op("Echo", domain=DOMAIN)
-    def echo(x):
-        seen.append(x.dtype)
-        return x
-
+    ECHOED.clear()
     x = (np.arange(-3, 3) % 2).astype(dtype) if dtype == np.bool_ else np.arange(-3, 3).astype(dtype)
     model, feeds = user_model("Echo", {"x": x})
     (y,) = onnx_bridge.InferenceSession(model).run(None, feeds)
-    assert seen == [np.dtype(dtype)]
+    assert ECHOED == [np.dtype(dtype)]
     expected = x.astype(np.float32) if dtype == BFLOAT16 else x  # bfloat16 is fetched as float32
     assert y.dtype == expected.dtype
     np.testing.assert_array_equal(y, expected)
