@@ -13,6 +13,7 @@ import pytest
 from test_lowering_harness import dialect_node, lower, lower_and_compare, model_of, run_dialect, run_standard
 
 from custom_ops._types import BFLOAT16, type_name
+from tests.helpers.models import dialect_model
 from onnx_bridge.errors import OpError
 
 FLOATS = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
@@ -149,3 +150,26 @@ def test_empty_input_and_scalar():
     lower_and_compare(model, feeds, expect_actions=["decomposed"])
     model, feeds = reduce_model(np.array(-3.5, np.float32), np.zeros(0, np.int64), 0)
     lower_and_compare(model, feeds, expect_actions=["lowered"])
+
+
+@pytest.mark.parametrize("axes, fails", [(np.array(1), False), (np.array([1]), False),
+                                         (np.array([[1]]), True), (np.array([[0, 1]]), True)])
+def test_runtime_axes_of_rank_above_1_fail_in_the_lowered_graph(axes, fails):
+    # The contract takes axes as a scalar or 1-D; the lowering flattens them, so it checks the rank at run
+    # time as the op does (lower=False raises OpError on the same feed).
+    import onnxruntime as ort
+    import onnx_bridge
+    from converters import convert
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    model, feeds = dialect_model("ReduceL2", dict(data=data, axes=axes), constants=())
+    lowered, report = convert(model, to="standard")
+    assert report.counts == {"lowered": 1}
+    custom = onnx_bridge.InferenceSession(model, lower=False)
+    if fails:  # at load (onnxruntime folds the check when the declared rank is known) or at run time
+        with pytest.raises(Exception, match="runtime_check|axes_checked_rank"):
+            ort.InferenceSession(lowered.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+        with pytest.raises(onnx_bridge.OpError):
+            custom.run(None, feeds)
+    else:
+        session = ort.InferenceSession(lowered.SerializeToString(), providers=["CPUExecutionProvider"])
+        np.testing.assert_allclose(session.run(None, feeds)[0], custom.run(None, feeds)[0], rtol=1e-6)

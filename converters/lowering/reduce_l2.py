@@ -100,9 +100,15 @@ def lower_v4(node, ctx):
 
 
 def _checked_runtime_axes(b, data, axes):
-    """Runtime axes as int64 1-D, plus a run-time check that they are distinct (onnxruntime would silently
-    de-duplicate them; the dialect rejects them). Range errors are left to ReduceL2/ReduceSum."""
+    """Runtime axes as int64 1-D, plus a run-time check that they are a scalar or 1-D (the Reshape below would
+    accept any rank; the dialect rejects more) and distinct (onnxruntime would silently de-duplicate them;
+    the dialect rejects them). Range errors are left to ReduceL2/ReduceSum."""
+    axes_rank = b.op("Size", [b.op("Shape", [axes])], hint="axes_rank")
+    scalar_or_vector = b.cast(b.op("LessOrEqual", [axes_rank, b.const(np.int64(1), hint="one")],
+                                   hint="axes_at_most_1d"), TensorProto.INT64)
     flat = b.op("Reshape", [b.cast(axes, TensorProto.INT64), b.int64s([-1])], hint="axes")
+    flat = b.op("Add", [flat, runtime_check(b, b.op("Reshape", [scalar_or_vector, b.int64s([1])]))],
+                hint="axes_checked_rank")
     rank = b.op("Size", [b.op("Shape", [data])], hint="rank")
     divisor = b.op("Max", [rank, b.const(np.int64(1), hint="one")], hint="rank_at_least_1")  # no x % 0
     normalised = b.op("Mod", [b.op("Add", [flat, rank]), divisor], fmod=0, hint="axes_normalised")
