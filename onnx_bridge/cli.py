@@ -8,7 +8,7 @@ import sys
 
 from .errors import BridgeError
 
-COMMANDS = ("demo", "convert", "run", "conformance", "bench")
+COMMANDS = ("demo", "convert", "run", "conformance", "bench", "audit")
 
 
 def _load(name):
