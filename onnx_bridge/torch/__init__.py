@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import inspect
 import io
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Optional, Sequence
@@ -487,12 +488,46 @@ def _export_dynamo(module, args, kwargs) -> onnx.ModelProto:
     return program.model_proto
 
 
+def _refuse_lost_writes(graph) -> None:
+    """The TorchScript exporter drops writes into a tensor through a narrow() view or an out= argument (torch
+    2.13: ``torch.cumsum(x, 0, out=buf.narrow(0, 1, n))``, as PyTorch Geometric's cumsum and to_dense_batch
+    do, exports as if ``buf`` were never written): refuse rather than export a silently wrong model."""
+    for node in graph.nodes():
+        for block in node.blocks():
+            _refuse_lost_writes(block)
+        kind = node.kind()
+        if not kind.startswith("aten::"):
+            continue
+        schema = node.schema()
+        written = None
+        if "Tensor(a!) out" in schema:
+            written = list(node.inputs())[-1]
+        elif kind.endswith("_") and "Tensor(a!) self" in schema:
+            written = next(node.inputs())
+        if written is not None and ("Tensor(a!) out" in schema or written.node().kind() == "aten::narrow"):
+            where = node.sourceRange().strip().splitlines()
+            raise ConversionError(
+                f"onnx_bridge.torch: cannot export {kind} exactly with the TorchScript exporter: it writes "
+                f"into {'an out= tensor' if 'Tensor(a!) out' in schema else 'a narrow() view'}, a write the "
+                f"TorchScript exporter loses (the model would be silently wrong). Use the dynamo exporter "
+                f"(dynamo=True).{' At ' + where[0] if where else ''}")
+
+
 def _export_torchscript(module, args, kwargs) -> onnx.ModelProto:
     opset = kwargs.get("opset_version")
     if opset is not None and opset < MIN_SYMBOLIC_OPSET:
         raise BridgeError(f"opset_version {opset}: the dialect symbolics need opset >= {MIN_SYMBOLIC_OPSET}")
     register_symbolics()  # stays registered: idempotent, and it only changes which nodes torch emits
     kwargs["custom_opsets"] = {DOMAIN: DIALECT_OPSET, **(kwargs.get("custom_opsets") or {})}
+    if isinstance(module, torch.nn.Module) and not isinstance(module, torch.jit.ScriptModule):
+        # Trace outside torch.onnx.export: libraries switch to ONNX workarounds when they see
+        # torch.onnx.is_in_onnx_export(), and some of those are wrong (PyTorch Geometric's max/min
+        # aggregation emulates include_self=False with a fill of src.min(), which gives 0 for a node whose
+        # messages are all negative). The dialect exports the eager code exactly, so trace that.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            module = torch.jit.trace(module, args, check_trace=False, strict=False)
+        _refuse_lost_writes(module.graph)
     buffer = io.BytesIO()
     torch.onnx.export(module, args, buffer, dynamo=False, **kwargs)
     return onnx.load_from_string(buffer.getvalue())
