@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,torch]'
+	$(BIN)/python -m pip install -q -e '.[test,torch]' 'torch==2.13.0'
 	touch $(STAMP)
 
 demo: $(STAMP)
