@@ -6,6 +6,7 @@ sample inputs. models/README.md documents every model's inputs and outputs.
 
     .venv/bin/python models/generate.py            # rewrite the gallery in models/
     .venv/bin/python models/generate.py --out DIR  # somewhere else
+    .venv/bin/python models/generate.py pyg_gnn    # only the PyG GNN (exported from torch by onnx_bridge.torch)
 
 The builders and sample_inputs() are also used by the tests (tests/test_models.py).
 """
@@ -199,6 +200,47 @@ GALLERY = {entry.name: entry for entry in (
 )}
 
 
+# -- PyTorch Geometric GNN, exported by onnx_bridge.torch -------------------------------------------------
+
+def build_pyg_gnn():
+    """(module, sample graph, dynamic shapes): two PyG SAGEConv layers, mean then max aggregation."""
+    import torch
+    import torch_geometric.nn as pyg_nn
+
+    class PygGNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(20240611)
+            self.mean = pyg_nn.SAGEConv(NODE_FEATURES, HIDDEN, aggr="mean")
+            self.max = pyg_nn.SAGEConv(HIDDEN, HIDDEN, aggr="max")
+
+        def forward(self, node_features, edge_index):
+            return self.max(self.mean(node_features, edge_index).relu(), edge_index)
+
+    nodes, edges = torch.export.Dim("nodes", min=2), torch.export.Dim("edges", min=2)
+    sample = {k: torch.from_numpy(v) for k, v in sample_gnn_aggregation(np.random.default_rng(1), 7, 20).items()}
+    return PygGNN().eval(), sample, {"node_features": {0: nodes}, "edge_index": {1: edges}}
+
+
+def generate_torch(out: Path = HERE) -> list[Path]:
+    """pyg_gnn.onnx (dialect ONNX from onnx_bridge.torch.export, dynamic node and edge counts),
+    pyg_gnn_inputs.npz (a graph of another size) and pyg_gnn_torch.npz (torch eager's outputs on it).
+    Needs torch and torch_geometric; not byte-reproducible across torch versions, so not in GALLERY."""
+    import torch
+    import onnx_bridge.torch as obt
+    from onnx_bridge.commands.run import save_npz
+
+    module, sample, dynamic = build_pyg_gnn()
+    model, _ = obt.export(module, tuple(sample.values()), out / "pyg_gnn.onnx", lower=False,
+                          dynamic_shapes=dynamic, input_names=list(sample), output_names=["node_embeddings"])
+    inputs = sample_gnn_aggregation(np.random.default_rng(0))
+    save_npz(out / "pyg_gnn_inputs.npz", inputs)
+    with torch.no_grad():
+        expected = module(*(torch.from_numpy(v) for v in inputs.values())).numpy()
+    save_npz(out / "pyg_gnn_torch.npz", {"node_embeddings": expected})
+    return [out / "pyg_gnn.onnx", out / "pyg_gnn_inputs.npz", out / "pyg_gnn_torch.npz"]
+
+
 def generate(out: Path = HERE, names=None) -> list[Path]:
     """Write <name>.xml/.bin, <name>.onnx and <name>_inputs.npz for each gallery model; return the paths."""
     from converters.openvino_ir import export_ir, import_ir
@@ -226,10 +268,13 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"models to generate (default: all of {', '.join(GALLERY)})")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.names) - set(GALLERY))
+    unknown = sorted(set(args.names) - set(GALLERY) - {"pyg_gnn"})
     if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(GALLERY)}")
-    for path in generate(args.out, args.names or None):
+        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(GALLERY)}, pyg_gnn")
+    paths = [] if args.names == ["pyg_gnn"] else generate(args.out, [n for n in args.names if n != "pyg_gnn"] or None)
+    if not args.names or "pyg_gnn" in args.names:
+        paths += generate_torch(args.out)  # needs torch and torch_geometric
+    for path in paths:
         print(f"{path.stat().st_size:>8}  {path}")
     return 0
 

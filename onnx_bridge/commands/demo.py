@@ -74,6 +74,8 @@ def _paths(onnx_path: Path, xml_path: Path):
         return lambda feeds: session.run(None, feeds)
 
     def openvino():
+        if not xml_path.is_file():
+            raise FileNotFoundError(f"no OpenVINO IR {xml_path.name}")
         from onnx_bridge.backends import openvino as ov_backend
         compiled = ov_backend.compile(ov_backend.core().read_model(str(xml_path)))
         return lambda feeds: ov_backend.run_model(compiled, feeds)
@@ -101,7 +103,7 @@ def main(args) -> int:
                 made = factory()
                 run, note = made if isinstance(made, tuple) else (made, "")
                 outputs, ms = _median_ms(lambda: run(feeds), args.repeat)
-            except ImportError as exc:
+            except (ImportError, FileNotFoundError) as exc:  # FileNotFoundError: no .xml (a torch export)
                 print(f"  {label:30} {'-':>10}  skipped: {exc}")
                 continue
             except Exception as exc:  # a path that cannot run this model says why
@@ -113,6 +115,11 @@ def main(args) -> int:
                 verdict = _agreement(reference, outputs, names)
                 failures += not (verdict == "identical" or verdict.startswith("max |diff|"))
             print(f"  {label:30} {ms:10.2f}  {verdict}{f' ({note})' if note else ''}")
+        recorded = onnx_path.with_name(f"{onnx_path.stem}_torch.npz")  # torch eager's outputs, if exported from torch
+        if recorded.is_file() and reference is not None:
+            verdict = _agreement(reference, list(np.load(recorded).values()), names)
+            failures += not (verdict == "identical" or verdict.startswith("max |diff|"))
+            print(f"  {'torch eager (recorded)':30} {'-':>10}  {verdict}")
     print("\nfloat differences come from summation order (ReduceL2, MatMul, Softmax) and are listed, not hidden;"
           "\nsee docs/divergences.md for where OpenVINO's CPU plugin departs from the contract.")
     return 1 if failures else 0

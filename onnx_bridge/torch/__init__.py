@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import io
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Optional, Sequence
@@ -26,8 +28,8 @@ import numpy as np
 import onnx
 
 from converters.model_io import save_model, set_opset
-from .config import DIALECT_OPSET, DOMAIN, IR_VERSION
-from .errors import BridgeError, ConversionError, OpError
+from ..config import DIALECT_OPSET, DOMAIN, IR_VERSION
+from ..errors import BridgeError, ConversionError, OpError
 
 
 class MissingDependencyError(BridgeError, ImportError):
@@ -42,22 +44,12 @@ except ImportError as _exc:  # pragma: no cover - exercised only without torch
 __all__ = ["translation_table", "register_symbolics", "unregister_symbolics", "export", "ExportReport",
            "REDUCTIONS", "MissingDependencyError"]
 
-#: torch's scatter_reduce reductions and the dialect's names for them.
-REDUCTIONS = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "max", "amin": "min"}
-
-
-#: include_self=False max/min on floats: the dialect's use_init_val=0 starts touched slots at the lowest/highest
-#: *finite* value (OpenVINO's neutral value), so a slot whose updates are all -inf (max) gets -FLT_MAX where
-#: torch gives -inf (e.g. max-aggregation over fully masked messages). Exported instead as a "none" scatter of
-#: -inf/+inf into the touched slots, then the reduction with use_init_val=1: torch's result on every input.
-_INFINITE_START = {"max": -np.inf, "min": np.inf}
+from . import _family
+from ._family import INFINITE_START as _INFINITE_START, REDUCTIONS  # noqa: F401 (public REDUCTIONS)
 
 
 def _reduction(reduce: str) -> str:
-    if reduce not in REDUCTIONS:
-        raise OpError("ScatterElementsUpdate", "scatter_reduce argument 'reduce'", "unknown reduction",
-                      value=reduce, allowed=", ".join(REDUCTIONS))
-    return REDUCTIONS[reduce]
+    return _family.reduction(reduce)
 
 
 def _axes(dim, rank: int) -> list[int]:
@@ -118,23 +110,38 @@ def _int64s(values: list[int]):
     return op.Constant(value=ir.tensor(np.asarray(values, dtype=np.int64).reshape(-1)))
 
 
+def _builder():
+    return _family.DynamoBuilder(*_onnxscript())
+
+
 def _scatter_reduce(self, dim: int, index, src, reduce: str, include_self: bool = True):
-    op, ov, ir = _onnxscript()
-    reduction = _reduction(reduce)
-    rank = _rank(self)
-    if rank == 0:  # torch allows 0-D self/index/src; the dialect needs an axis
-        flat = op.Constant(value_ints=[-1])
-        self, index, src = op.Reshape(self, flat), op.Reshape(index, flat), op.Reshape(src, flat)
-    elif index.shape is None or src.shape is None or index.shape != src.shape:
-        # torch reads only the leading index.shape block of src; the dialect wants equal shapes.
-        src = op.Slice(src, op.Constant(value_ints=[0] * rank), op.Shape(index))
-    axis = op.Constant(value_int=dim % max(rank, 1))
-    if not include_self and reduction in _INFINITE_START and self.dtype.is_floating_point():
-        start = ir.tensor(np.array(_INFINITE_START[reduction], dtype=self.dtype.numpy()))
-        self = ov.ScatterElementsUpdate(self, index, op.Expand(op.Constant(value=start), op.Shape(index)), axis)
-        include_self = True
-    out = ov.ScatterElementsUpdate(self, index, src, axis, reduction=reduction, use_init_val=int(include_self))
-    return op.Reshape(out, _int64s([])) if rank == 0 else out
+    return _family.scatter_elements(_builder(), self, dim, index, src, _reduction(reduce), include_self)
+
+
+def _index_reduce(self, dim: int, index, source, reduce: str, include_self: bool = True):
+    return _family.index_reduce(_builder(), self, dim, index, source, reduce, include_self)
+
+
+def _index_add(self, dim: int, index, source, alpha: float = 1):
+    return _family.index_add(_builder(), self, dim, index, source, alpha)
+
+
+def _scatter_reduce_old(self, dim: int, index, src, reduce: str):
+    return _family.scatter_reduce_old(_builder(), self, dim, index, src, reduce)
+
+
+def _scatter_value_reduce(self, dim: int, index, value: float, reduce: str):
+    return _family.scatter_value_reduce(_builder(), self, dim, index, value, reduce)
+
+
+def _scatter_add(self, dim: int, index, src):
+    return _family.scatter_elements(_builder(), self, dim, index, src, "sum", True, "scatter_add")
+
+
+def _segment_reduce(data, reduce: str, lengths=None,
+                    indices=None, offsets=None,
+                    axis: int = 0, unsafe: bool = False, initial: Optional[float] = None):
+    return _family.segment_reduce(_builder(), data, reduce, lengths, indices, offsets, axis, initial)
 
 
 def _index_copy(self, dim: int, index, source):
@@ -198,15 +205,47 @@ def translation_table() -> dict:
         aten._unique.default: _unique,
         aten.unique_dim.default: _unique_dim,
         aten.linalg_vector_norm.default: _vector_norm,
+        aten.index_reduce.default: _index_reduce,
+        aten.index_add.default: _index_add,
+        aten.scatter.reduce: _scatter_reduce_old,
+        aten.scatter.value_reduce: _scatter_value_reduce,
+        aten.scatter_add.default: _scatter_add,
+        aten.segment_reduce.default: _segment_reduce,
     }
 
 
 # --------------------------------------------------------------------------------------------------
 # TorchScript path: symbolic functions (torch.onnx.export(..., dynamo=False, custom_opsets={DOMAIN: 12}))
 
-def _sh():
-    from torch.onnx import symbolic_helper
-    return symbolic_helper
+def _parse_args(*descriptors):
+    """torch.onnx.symbolic_helper.parse_args (public; the module is deprecated with the TorchScript exporter).
+
+    Applied when the symbolics are registered, so importing onnx_bridge.torch never needs it.
+    """
+    try:
+        from torch.onnx.symbolic_helper import parse_args
+    except ImportError as exc:  # pragma: no cover - a torch without the TorchScript exporter
+        raise ConversionError("this torch has no TorchScript exporter (torch.onnx.symbolic_helper.parse_args); "
+                              "use the dynamo exporter (dynamo=True)") from exc
+    return parse_args(*descriptors)
+
+
+def _ts(function, *descriptors, keep_type: bool = True):
+    """A symbolic function from a family rule: parses the constant arguments, builds through the graph
+    context, and gives the output self's type (same dtype and shape) so later symbolics can read it."""
+
+    def symbolic(g, self, *args):
+        out = function(_family.TorchScriptBuilder(g), self, *args)
+        if keep_type and self.type().scalarType() is not None:
+            out.setType(self.type())
+        return out
+
+    symbolic.__name__ = getattr(function, "__name__", "symbolic")
+    # parse_args pairs descriptors with the parameter names it reads from the signature: spell them out.
+    names = ["g", "self"] + [f"arg{i}" for i in range(len(descriptors))]
+    symbolic.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
+    return _parse_args("v", *descriptors)(symbolic)
 
 
 def _const(g, value, dtype=torch.int64):
@@ -217,49 +256,27 @@ def _dialect(name: str) -> str:
     return f"{DOMAIN}::{name}"
 
 
-def _ts_rank(sh, value, what: str) -> int:
-    rank = sh._get_tensor_rank(value)
-    if rank is None:
-        raise BridgeError(f"onnx_bridge.torch: the rank of {what} is unknown to the TorchScript exporter; "
-                          "use the dynamo exporter or give static input shapes")
-    return rank
+def _sym_scatter_reduce(b, self, dim, index, src, reduce, include_self):
+    return _family.scatter_elements(b, self, dim, index, src, _reduction(reduce), include_self)
 
 
-def _sym_scatter_reduce(g, self, dim, index, src, reduce, include_self):
-    sh = _sh()
-    dim, reduce = sh._get_const(dim, "i", "dim"), sh._get_const(reduce, "s", "reduce")
-    include_self = sh._get_const(include_self, "b", "include_self")
-    reduction = _reduction(reduce)
-    rank = _ts_rank(sh, self, "scatter_reduce's self")
-    if rank == 0:
-        flat = _const(g, [-1])
-        self, index, src = (g.op("Reshape", v, flat) for v in (self, index, src))
-    else:
-        index_sizes, src_sizes = sh._get_tensor_sizes(index), sh._get_tensor_sizes(src)
-        if index_sizes is None or None in index_sizes or index_sizes != src_sizes:
-            src = g.op("Slice", src, _const(g, [0] * rank), g.op("Shape", index))
-    axis = _const(g, dim % max(rank, 1))
-    dtype = sh._type_utils.JitScalarType.from_value(self).dtype()
-    if not include_self and reduction in _INFINITE_START and dtype.is_floating_point:
-        start = g.op("Expand", _const(g, float(_INFINITE_START[reduction]), dtype), g.op("Shape", index))
-        self = g.op(_dialect("ScatterElementsUpdate"), self, index, start, axis)
-        include_self = True
-    out = g.op(_dialect("ScatterElementsUpdate"), self, index, src, axis,
-               reduction_s=reduction, use_init_val_i=int(include_self))
-    if rank == 0:
-        return g.op("Reshape", out, _const(g, []))
-    out.setType(self.type())
-    return out
+def _sym_scatter(b, self, dim, index, src, reduce=None):
+    """aten::scatter, all four overloads: (self, dim, index, src|value[, reduce])."""
+    if isinstance(src, torch._C.Value) and b.rank(src) == 0 and src.node().kind() == "onnx::Constant":
+        # the .value overloads: a scalar spread over index's shape, in self's dtype
+        dtype = b.known_dtype(self, "scatter", "self")
+        src = b.op("Expand", b.op("Cast", src, to=_family._onnx_type(dtype)), b.op("Shape", index))
+    if reduce is None:
+        return _family.scatter_plain(b, self, dim, index, src)
+    return _family.scatter_reduce_old(b, self, dim, index, src, reduce)
 
 
 def _sym_index_copy(g, self, dim, index, source):
-    sh = _sh()
-    dim = sh._get_const(dim, "i", "dim")
-    rank = _ts_rank(sh, self, "index_copy's self")
+    rank = _ts_rank(self, "index_copy", "self")
     flat = _const(g, [-1])
     if rank == 0:
         self, source = g.op("Reshape", self, flat), g.op("Reshape", source, flat)
-    if sh._get_tensor_rank(index) != 1:
+    if index.type().dim() != 1:
         index = g.op("Reshape", index, flat)
     out = g.op(_dialect("ScatterUpdate"), self, index, source, _const(g, dim % max(rank, 1)))
     if rank == 0:
@@ -268,10 +285,14 @@ def _sym_index_copy(g, self, dim, index, source):
     return out
 
 
+def _ts_rank(value, aten: str, what: str) -> int:
+    return _family.TorchScriptBuilder(None).known_rank(value, aten, what)
+
+
 def _ts_unique(g, self, axis, return_inverse, return_counts):
     inputs = (self,) if axis is None else (self, _const(g, axis))
     values, _, inverse, counts = g.op(_dialect("Unique"), *inputs, sorted_i=1, outputs=4)
-    rank = _sh()._get_tensor_rank(self)
+    rank = self.type().dim()
     if self.type().scalarType() is not None:
         values.setType(self.type().with_sizes([None] * (1 if axis is None or rank is None else rank)))
     long = torch._C.TensorType.get().with_dtype(torch.int64).with_sizes([None])
@@ -286,45 +307,80 @@ def _ts_unique(g, self, axis, return_inverse, return_counts):
 
 
 def _sym_unique2(g, self, sorted, return_inverse, return_counts):
-    sh = _sh()  # sorted is ignored as torch ignores it (see _unique2)
-    return _ts_unique(g, self, None, sh._get_const(return_inverse, "b", "return_inverse"),
-                      sh._get_const(return_counts, "b", "return_counts"))
+    return _ts_unique(g, self, None, return_inverse, return_counts)  # sorted: ignored as torch does
 
 
 def _sym_unique(g, self, sorted, return_inverse):
-    values, inverse, _ = _ts_unique(g, self, None, _sh()._get_const(return_inverse, "b", "return_inverse"),
-                                    False)
+    values, inverse, _ = _ts_unique(g, self, None, return_inverse, False)
     return values, inverse
 
 
 def _sym_unique_dim(g, self, dim, sorted, return_inverse, return_counts):
-    sh = _sh()
-    return _ts_unique(g, self, sh._get_const(dim, "i", "dim"),
-                      sh._get_const(return_inverse, "b", "return_inverse"),
-                      sh._get_const(return_counts, "b", "return_counts"))
+    return _ts_unique(g, self, dim, return_inverse, return_counts)
 
 
 def _sym_vector_norm(g, self, ord, dim, keepdim, dtype):
-    sh = _sh()
-    ord, keepdim = sh._get_const(ord, "f", "ord"), sh._get_const(keepdim, "b", "keepdim")
-    dim = None if sh._is_none(dim) else sh._get_const(dim, "is", "dim")
-    if ord != 2:
-        return sh._linalg_vector_norm_helper(g, self, ord, dim, keepdim, dtype)
-    axes = _axes(dim, _ts_rank(sh, self, "linalg_vector_norm's input"))
-    if not sh._is_none(dtype):
-        scalar_type = sh._get_const(dtype, "i", "dtype")
-        self = g.op("Cast", self, to_i=sh._type_utils.JitScalarType(scalar_type).onnx_type())
-    return g.op(_dialect("ReduceL2"), self, _const(g, axes), keep_dims_i=int(keepdim))
+    axes = _axes(dim, _ts_rank(self, "linalg_vector_norm", "the input"))
+    if dtype is not None:
+        self = g.op("Cast", self, to_i=_family._onnx_type(torch.empty(0, dtype=_TORCH_DTYPES[dtype]).numpy().dtype))
+    if ord == 2:
+        return g.op(_dialect("ReduceL2"), self, _const(g, axes), keep_dims_i=int(keepdim))
+    # Other orders in standard ONNX, as torch's own symbolic computes them.
+    axes_const, magnitude = _const(g, axes), g.op("Abs", self)
+    if ord == float("inf"):
+        return g.op("ReduceMax", magnitude, axes_const, keepdims_i=int(keepdim))
+    if ord == float("-inf"):
+        return g.op("ReduceMin", magnitude, axes_const, keepdims_i=int(keepdim))
+    if ord == 0:
+        nonzero = g.op("CastLike", g.op("Not", g.op("Equal", self, g.op("CastLike", _const(g, 0), self))), self)
+        return g.op("ReduceSum", nonzero, axes_const, keepdims_i=int(keepdim))
+    if ord == 1:
+        return g.op("ReduceL1", self, axes_const, keepdims_i=int(keepdim))
+    power = g.op("CastLike", _const(g, float(ord), torch.float64), self)
+    total = g.op("ReduceSum", g.op("Pow", magnitude, power), axes_const, keepdims_i=int(keepdim))
+    return g.op("Pow", total, g.op("Div", g.op("CastLike", _const(g, 1.0, torch.float64), self), power))
 
 
-_SYMBOLICS = {
-    "aten::scatter_reduce": _sym_scatter_reduce,
-    "aten::index_copy": _sym_index_copy,
-    "aten::_unique2": _sym_unique2,
-    "aten::_unique": _sym_unique,
-    "aten::unique_dim": _sym_unique_dim,
-    "aten::linalg_vector_norm": _sym_vector_norm,
-}
+#: torch ScalarType numbers (as a traced dtype= argument carries them) -> torch dtypes.
+_TORCH_DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
+                 6: torch.float32, 7: torch.float64, 11: torch.bool}
+
+
+def _symbolics() -> dict:
+    """{aten name: symbolic function}; parse_args is applied here (see _parse_args)."""
+    family = _family
+    return {
+        "aten::scatter_reduce": _ts(_sym_scatter_reduce, "i", "v", "v", "s", "b"),
+        "aten::index_reduce": _ts(family.index_reduce, "i", "v", "v", "s", "b"),
+        "aten::index_add": _ts(family.index_add, "i", "v", "v", "f"),
+        "aten::scatter": _ts(_sym_scatter, "i", "v", "v", "s"),
+        "aten::scatter_add": _ts(lambda b, self, dim, index, src: family.scatter_elements(
+            b, self, dim, index, src, "sum", True, "scatter_add"), "i", "v", "v"),
+        "aten::segment_reduce": _ts(lambda b, data, reduce, lengths, indices, offsets, axis, unsafe, initial:
+                                    family.segment_reduce(b, data, reduce, lengths, indices, offsets, axis,
+                                                          initial),
+                                    "s", "v", "v", "v", "i", "none", "f", keep_type=False),
+        "aten::index_put": _ts(_sym_index_put, "v", "v", "b"),
+        "aten::index_copy": _parse_args("v", "i", "v", "v")(_sym_index_copy),
+        "aten::_unique2": _parse_args("v", "b", "b", "b")(_sym_unique2),
+        "aten::_unique": _parse_args("v", "b", "b")(_sym_unique),
+        "aten::unique_dim": _parse_args("v", "i", "b", "b", "b")(_sym_unique_dim),
+        "aten::linalg_vector_norm": _parse_args("v", "f", "is", "b", "i")(_sym_vector_norm),
+    }
+
+
+_SYMBOLIC_NAMES = ("aten::scatter_reduce", "aten::index_reduce", "aten::index_add", "aten::scatter",
+                   "aten::scatter_add", "aten::segment_reduce", "aten::index_put", "aten::index_copy",
+                   "aten::_unique2", "aten::_unique", "aten::unique_dim", "aten::linalg_vector_norm")
+
+
+def _sym_index_put(b, self, indices, values, accumulate):
+    node = indices.node()
+    if node.kind() != "prim::ListConstruct":
+        raise _family._refuse("index_put", "the index list is not a literal list; use the dynamo exporter")
+    return _family.index_put(b, self, list(node.inputs()), values, accumulate)
+
+
 #: Lowest export opset the symbolics support (they emit Slice and Reshape with inputs, Reshape allowzero).
 MIN_SYMBOLIC_OPSET = 14
 _REGISTERED: set[int] = set()
@@ -355,7 +411,7 @@ def register_symbolics(opset: int = MIN_SYMBOLIC_OPSET) -> list[int]:
     versions = list(range(opset, _max_opset() + 1))
     for version in versions:
         if version not in _REGISTERED:
-            for name, function in _SYMBOLICS.items():
+            for name, function in _symbolics().items():
                 torch.onnx.register_custom_op_symbolic(name, function, version)
             _REGISTERED.add(version)
     return versions
@@ -364,7 +420,7 @@ def register_symbolics(opset: int = MIN_SYMBOLIC_OPSET) -> list[int]:
 def unregister_symbolics() -> None:
     """Undo register_symbolics(): torch's own symbolics apply again."""
     for version in sorted(_REGISTERED):
-        for name in _SYMBOLICS:
+        for name in _SYMBOLIC_NAMES:
             torch.onnx.unregister_custom_op_symbolic(name, version)
     _REGISTERED.clear()
 
@@ -432,12 +488,46 @@ def _export_dynamo(module, args, kwargs) -> onnx.ModelProto:
     return program.model_proto
 
 
+def _refuse_lost_writes(graph) -> None:
+    """The TorchScript exporter drops writes into a tensor through a narrow() view or an out= argument (torch
+    2.13: ``torch.cumsum(x, 0, out=buf.narrow(0, 1, n))``, as PyTorch Geometric's cumsum and to_dense_batch
+    do, exports as if ``buf`` were never written): refuse rather than export a silently wrong model."""
+    for node in graph.nodes():
+        for block in node.blocks():
+            _refuse_lost_writes(block)
+        kind = node.kind()
+        if not kind.startswith("aten::"):
+            continue
+        schema = node.schema()
+        written = None
+        if "Tensor(a!) out" in schema:
+            written = list(node.inputs())[-1]
+        elif kind.endswith("_") and "Tensor(a!) self" in schema:
+            written = next(node.inputs())
+        if written is not None and ("Tensor(a!) out" in schema or written.node().kind() == "aten::narrow"):
+            where = node.sourceRange().strip().splitlines()
+            raise ConversionError(
+                f"onnx_bridge.torch: cannot export {kind} exactly with the TorchScript exporter: it writes "
+                f"into {'an out= tensor' if 'Tensor(a!) out' in schema else 'a narrow() view'}, a write the "
+                f"TorchScript exporter loses (the model would be silently wrong). Use the dynamo exporter "
+                f"(dynamo=True).{' At ' + where[0] if where else ''}")
+
+
 def _export_torchscript(module, args, kwargs) -> onnx.ModelProto:
     opset = kwargs.get("opset_version")
     if opset is not None and opset < MIN_SYMBOLIC_OPSET:
         raise BridgeError(f"opset_version {opset}: the dialect symbolics need opset >= {MIN_SYMBOLIC_OPSET}")
     register_symbolics()  # stays registered: idempotent, and it only changes which nodes torch emits
     kwargs["custom_opsets"] = {DOMAIN: DIALECT_OPSET, **(kwargs.get("custom_opsets") or {})}
+    if isinstance(module, torch.nn.Module) and not isinstance(module, torch.jit.ScriptModule):
+        # Trace outside torch.onnx.export: libraries switch to ONNX workarounds when they see
+        # torch.onnx.is_in_onnx_export(), and some of those are wrong (PyTorch Geometric's max/min
+        # aggregation emulates include_self=False with a fill of src.min(), which gives 0 for a node whose
+        # messages are all negative). The dialect exports the eager code exactly, so trace that.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            module = torch.jit.trace(module, args, check_trace=False, strict=False)
+        _refuse_lost_writes(module.graph)
     buffer = io.BytesIO()
     torch.onnx.export(module, args, buffer, dynamo=False, **kwargs)
     return onnx.load_from_string(buffer.getvalue())
