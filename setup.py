@@ -2,7 +2,7 @@
 the package onnx_bridge.gallery so that `onnx-bridge demo` works from an installed wheel."""
 from setuptools import find_packages, setup
 
-GALLERY_FILES = ["*.onnx", "*.xml", "*.bin", "*_inputs.npz", "README.md"]
+GALLERY_FILES = ["*.onnx", "*.xml", "*.bin", "*.npz", "README.md"]  # models, inputs, recorded outputs
 
 setup(
     packages=find_packages(include=["onnx_bridge*", "custom_ops*", "converters*"]) + ["onnx_bridge.gallery"],

@@ -97,7 +97,6 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--markdown"]:
-        import os
         os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: make the page reproducible
         sys.stdout.write(usage_markdown())
         sys.exit(0)

@@ -81,6 +81,9 @@ CASES = [
     _unary("relu", opset1.relu, {}),
     _unary("abs-neg-sign", lambda x: opset1.sign(opset1.negative(opset1.abs(x))), {}),
     _unary("floor-ceiling", lambda x: opset1.add(opset1.floor(x), opset1.ceiling(x)), {}),
+    # torch's floor_divide on int64 comes out of convert_model as Divide + Floor (ONNX Floor takes floats)
+    Case("floor-ceiling-int", lambda p: [opset1.floor(p["a"]), opset1.ceiling(p["b"])],
+         {"a": ints(3, 4, dtype=np.int64), "b": ints(5)}),
     _unary("sqrt", opset1.sqrt, {}, POSITIVE),
     _unary("exp", opset1.exp),
     _unary("log", opset1.log, data=POSITIVE),

@@ -137,33 +137,27 @@ def bert_tiny():
 
 
 def gpt2_tiny():
-    import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
     _seeded()
     config = GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=2, n_positions=32, use_cache=False)
-    net = GPT2LMHeadModel(config)
-
-    class Decoder(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net = net
-
-        def forward(self, input_ids, attention_mask):
-            return self.net(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-
-    return _torch_model(Decoder(), _token_inputs(100), ["input_ids", "attention_mask"])
+    return _decoder(GPT2LMHeadModel(config))
 
 
 def llama_tiny():
-    import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     _seeded()
     config = LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32,
                          use_cache=False)
-    net = LlamaForCausalLM(config)
+    return _decoder(LlamaForCausalLM(config))
+
+
+
+def _decoder(net):
+    """A causal LM as an IR taking (input_ids, attention_mask) and returning the logits."""
+    import torch
 
     class Decoder(torch.nn.Module):
         def __init__(self):

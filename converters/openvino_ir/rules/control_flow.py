@@ -162,7 +162,7 @@ def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, co
     body.walk(ov_body, body=True)
     values = body.result_values(ov_body)
 
-    scans, outputs = [], []  # scan outputs (result index, description); last-iteration outputs
+    scans = []  # scan outputs (result index, description)
     carried_outputs = [None] * len(carried_next)
     for description in node.get_output_descriptions():
         kind = _kind(description)

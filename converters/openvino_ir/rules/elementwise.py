@@ -125,9 +125,13 @@ def select(ctx, node):
 @rule(*_UNARY, versions=(1,),
       onnx="Abs, Acos, Asin, Atan, Ceil, Cos, Cosh, Erf, Exp, Floor, Log, Neg, Relu, Sigmoid, Sign, Sin, Sinh, "
            "Sqrt, Tan, Tanh, Not",
-      notes="transcendental functions: a few ulp apart between runtimes")
+      notes="transcendental functions: a few ulp apart between runtimes; Floor and Ceiling of integers "
+            "are the integers themselves (Identity: ONNX Floor/Ceil take floats only)")
 def unary(ctx, node):
-    ctx.emit(_UNARY[node.get_type_name()], [ctx.inp(node, 0)], [ctx.out(node)])
+    op_type = _UNARY[node.get_type_name()]
+    if op_type in ("Floor", "Ceil") and ctx.out_elem(node) not in FLOAT_CODES:
+        op_type = "Identity"  # torch's floor_divide on int64 comes out as Divide + Floor
+    ctx.emit(op_type, [ctx.inp(node, 0)], [ctx.out(node)])
 
 
 @rule("Asinh", "Acosh", "Atanh", versions=(4,),
