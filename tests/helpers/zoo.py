@@ -304,6 +304,63 @@ def if_loop():
     return ov.Model(outputs, [x], "if_loop"), feeds
 
 
+def _torchvision(factory: str, shape=(1, 3, 64, 64), input_name="image", **kwargs):
+    """Builder of a torchvision model `factory` ("video.r3d_18", "swin_t", ...) with random weights."""
+    def build():
+        torchvision = import_torchvision()
+        import torch
+
+        _seeded()
+        namespace, _, name = factory.rpartition(".")
+        module = torchvision.models if not namespace else getattr(torchvision.models, namespace)
+        return _torch_model(getattr(module, name)(weights=None, **kwargs), (torch.randn(*shape),), [input_name])
+    return build
+
+
+def _segmentation(factory: str):
+    def build():
+        torchvision = import_torchvision()
+        import torch
+
+        _seeded()
+        net = getattr(torchvision.models.segmentation, factory)(weights=None, weights_backbone=None, num_classes=3)
+        return _torch_model(_Field(net, "out"), (torch.randn(1, 3, 64, 64),), ["image"])
+    return build
+
+
+def _transformers(config: str, model: str, inputs: str = "tokens", **settings):
+    """Builder of a transformers model from a tiny local config; its last_hidden_state is the output."""
+    def build():
+        import torch
+        import transformers
+
+        _seeded()
+        net = getattr(transformers, model)(getattr(transformers, config)(**settings))
+        if inputs == "tokens":
+            return _torch_model(_Field(net, "last_hidden_state", tokens=True), _token_inputs(100),
+                                ["input_ids", "attention_mask"])
+        example = (torch.randn(1, 3, 32, 32),) if inputs == "pixels" else (torch.randn(1, 400),)
+        return _torch_model(_Field(net, "last_hidden_state"), example, [inputs])
+    return build
+
+
+def _Field(net, field: str, tokens: bool = False):
+    """`net` as a module returning one field of its (dict-like) output."""
+    import torch
+
+    class Field(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, *args):
+            if tokens:
+                return self.net(input_ids=args[0], attention_mask=args[1])[field]
+            return self.net(*args)[field]
+
+    return Field()
+
+
 #: name -> builder() -> (openvino.Model, feeds); the module each needs (skipped when missing)
 ZOO: dict[str, tuple[Callable, str]] = {
     "resnet18": (resnet18, "torchvision"),
@@ -318,6 +375,27 @@ ZOO: dict[str, tuple[Callable, str]] = {
     "nncf_int4_weights": (nncf_int4_weights, "nncf"),
     "torch_script_if_loop": (torch_script_if_loop, "torch"),
     "if_loop": (if_loop, "openvino"),
+    # more architectures of the corpus issue 13 names (tiny sizes, random weights)
+    "googlenet": (_torchvision("googlenet", aux_logits=False, init_weights=True), "torchvision"),
+    "shufflenet_v2_x0_5": (_torchvision("shufflenet_v2_x0_5"), "torchvision"),
+    "swin_t": (_torchvision("swin_t"), "torchvision"),
+    "r3d_18_video": (_torchvision("video.r3d_18", (1, 3, 4, 32, 32), "clip"), "torchvision"),
+    "deeplabv3_mobilenet_v3": (_segmentation("deeplabv3_mobilenet_v3_large"), "torchvision"),
+    "distilbert_tiny": (_transformers("DistilBertConfig", "DistilBertModel", vocab_size=100, dim=32, n_layers=2,
+                                      n_heads=2, hidden_dim=64, max_position_embeddings=32), "transformers"),
+    "bart_tiny": (_transformers("BartConfig", "BartModel", vocab_size=100, d_model=32, encoder_layers=1,
+                                decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+                                encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=32,
+                                use_cache=False), "transformers"),
+    "t5_encoder_tiny": (_transformers("T5Config", "T5EncoderModel", vocab_size=100, d_model=32, d_kv=16, d_ff=64,
+                                      num_layers=2, num_heads=2), "transformers"),
+    "vit_tiny": (_transformers("ViTConfig", "ViTModel", "pixels", hidden_size=32, num_hidden_layers=2,
+                               num_attention_heads=2, intermediate_size=64, image_size=32, patch_size=8),
+                 "transformers"),
+    "wav2vec2_tiny": (_transformers("Wav2Vec2Config", "Wav2Vec2Model", "audio", hidden_size=32, num_hidden_layers=2,
+                                    num_attention_heads=2, intermediate_size=64, conv_dim=(16, 16),
+                                    conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                                    num_conv_pos_embedding_groups=2), "transformers"),
 }
 
 
