@@ -20,7 +20,7 @@ class OpenVINOError(BridgeError, RuntimeError):
 def openvino():
     try:
         import openvino as ov
-    except ModuleNotFoundError:
+    except ImportError:
         raise BridgeError("OpenVINO is not installed: pip install 'onnx-bridge[openvino]'") from None
     return ov
 

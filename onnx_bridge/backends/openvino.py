@@ -22,6 +22,7 @@ import numpy as np
 from custom_ops import resolve
 from custom_ops._types import BFLOAT16
 from converters.openvino_ir._frontend import OpenVINOError, core_with_extensions, extended_core, read_onnx  # noqa: F401
+from converters.openvino_ir._frontend import openvino
 from converters.openvino_ir._frontend import reason as _reason
 from custom_ops.config import DIALECT_OPSET, DOMAIN
 from custom_ops.errors import BridgeError, OpError
@@ -34,14 +35,7 @@ CONSTANT_INPUTS = {"ScatterElementsUpdate": ("axis",), "ScatterUpdate": ("axis",
                    "Unique": ("axis",)}
 
 
-@functools.cache
-def _openvino():
-    try:
-        import openvino
-    except ImportError as exc:
-        raise BridgeError("the OpenVINO backend needs the openvino package: "
-                          "pip install 'onnx-bridge[openvino]'") from exc
-    return openvino
+_openvino = functools.cache(openvino)  # the openvino module, or BridgeError naming the extra to install
 
 
 @functools.cache
