@@ -1,0 +1,197 @@
+"""Recurrent ops: LSTMSequence-5, GRUSequence-5, RNNSequence-5 and the cells LSTMCell-1/4, GRUCell-3,
+RNNCell-0 (OpenVINO records it as opset1) -> ONNX LSTM / GRU / RNN.
+
+Layouts: OpenVINO is batch-major (X [B, T, I], states [B, D, H], Y [B, D, T, H]); ONNX's layout 0 is
+sequence-major (X [T, B, I], states [D, B, H], Y [T, D, B, H]): Transposes around the ONNX node (onnxruntime
+implements layout 0 only). A cell is a one-step sequence ([B, I] -> [1, B, I], Y_h [1, B, H] -> [B, H]).
+
+Weights: W [D, G*H, I], R [D, G*H, H] keep their layout; the gates are reordered (OpenVINO LSTM f, i, c, o
+-> ONNX i, o, f, c; GRU z, r, h is the same in both) at import time for Constants, by Split + Concat
+otherwise. OpenVINO has one bias [D, G*H] (the sum of the input and recurrent biases): it becomes ONNX's
+input bias Wb, with a zero recurrent bias Rb; GRU with linear_before_reset has [D, 4*H] =
+(z, r, h input bias, h recurrent bias), the last one being ONNX's Rb_h (inside the reset gate product).
+
+Sequence lengths: past a batch entry's length both runtimes write zeros to Y and take Ho/Co from its last
+valid step (the reverse direction starts at its last valid step).
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from .._registry import Unsupported, rule
+
+#: ONNX gate k is OpenVINO gate ORDER[kind][k].
+ORDER = {"LSTM": (1, 3, 0, 2), "GRU": (0, 1, 2), "RNN": (0,)}
+#: OpenVINO activation name -> ONNX's (the recurrent ops accept these three only).
+ACTIVATIONS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu"}
+_FLOAT_ONLY = "data other than f32: onnxruntime's LSTM/GRU/RNN kernels take float (and double for LSTM/GRU)"
+
+
+def _attributes(ctx, node, kind: str, directions: int) -> dict:
+    """ONNX attributes of the recurrent node (activations repeated per direction, clip, hidden_size)."""
+    if ctx.elem(node, 0) != TensorProto.FLOAT:
+        raise Unsupported(_FLOAT_ONLY)
+    attributes = node.get_attributes()
+    if list(attributes.get("activations_alpha") or []) or list(attributes.get("activations_beta") or []):
+        raise Unsupported("activations_alpha/beta: sigmoid, tanh and relu take no parameters in OpenVINO, "
+                          "ONNX would read them as another activation's")
+    names = [str(a).lower() for a in attributes["activations"]]
+    unknown = [a for a in names if a not in ACTIVATIONS]
+    if unknown:
+        raise Unsupported(f"activation(s) {unknown}: OpenVINO's recurrent ops support sigmoid, tanh, relu")
+    onnx = {"hidden_size": int(attributes["hidden_size"]), "activations": [ACTIVATIONS[a] for a in names] * directions}
+    clip = float(attributes.get("clip", 0.0))
+    if clip < 0:
+        raise Unsupported(f"clip={clip}: a negative clip threshold has no meaning")
+    if clip > 0:  # OpenVINO's 0 means no clipping; both clip the activations' inputs to [-clip, clip]
+        onnx["clip"] = clip
+    if kind == "GRU":
+        onnx["linear_before_reset"] = int(bool(attributes.get("linear_before_reset", False)))
+    return onnx
+
+
+def _chunks(ctx, node, index: int, count: int, cell: bool) -> tuple[list, bool]:
+    """Input `index` as [D, ...] split into `count` equal parts along axis 1: numpy arrays for a Constant
+    (True), ONNX names otherwise (False). A cell's input [G*H, ...] gets the direction axis first."""
+    value = ctx.const_value(node, index)
+    if value is not None:
+        value = value[None] if cell else value
+        return np.split(value, count, axis=1), True
+    name = ctx.inp(node, index)
+    if cell:
+        name = ctx.emit("Unsqueeze", [name, ctx.const(np.array([0], np.int64), "axes")])
+    if count == 1:
+        return [name], False
+    parts = [ctx.temp(f"gate{k}") for k in range(count)]
+    ctx.emit("Split", [name], parts, axis=1, num_outputs=count)
+    return parts, False
+
+
+def _concat(ctx, parts: list, constant: bool, hint: str) -> str:
+    if constant:
+        return ctx.const(np.ascontiguousarray(np.concatenate(parts, axis=1)), hint)
+    if len(parts) == 1:
+        return parts[0]
+    return ctx.emit("Concat", parts, axis=1)
+
+
+def _weights(ctx, node, index: int, kind: str, cell: bool, hint: str) -> str:
+    order = ORDER[kind]
+    parts, constant = _chunks(ctx, node, index, len(order), cell)
+    return _concat(ctx, [parts[k] for k in order], constant, hint)
+
+
+def _bias(ctx, node, index: int, kind: str, cell: bool, linear_before_reset: bool) -> str:
+    """OpenVINO's bias as ONNX's [D, 2*G*H] (Wb, Rb)."""
+    order = ORDER[kind]
+    parts, constant = _chunks(ctx, node, index, len(order) + int(linear_before_reset), cell)
+    if constant:
+        zero = np.zeros_like(parts[0])
+    else:
+        zero = ctx.emit("ConstantOfShape", [ctx.emit("Shape", [parts[0]])],
+                        value=helper.make_tensor("zero", TensorProto.FLOAT, [1], [0.0]))
+    recurrent = [zero] * len(order)
+    if linear_before_reset:
+        recurrent[-1] = parts[-1]
+    return _concat(ctx, [parts[k] for k in order] + recurrent, constant, "bias")
+
+
+def _transpose(ctx, name: str, perm, outputs=None) -> str:
+    return ctx.emit("Transpose", [name], outputs, perm=list(perm))
+
+
+def _sequence(ctx, node, kind: str):
+    """LSTMSequence / GRUSequence / RNNSequence: inputs X, H0, (C0), seq_lengths, W, R, B."""
+    direction = str(node.get_attributes()["direction"]).lower()
+    directions = 2 if direction == "bidirectional" else 1
+    attributes = _attributes(ctx, node, kind, directions)
+    lstm = kind == "LSTM"
+    first_weight = 4 if lstm else 3
+    lengths = first_weight - 1
+    lbr = bool(attributes.get("linear_before_reset"))
+    states = [_transpose(ctx, ctx.inp(node, k), (1, 0, 2)) for k in range(1, lengths)]  # [D, B, H]
+    sequence_lens = ctx.inp(node, lengths)
+    if ctx.elem(node, lengths) != TensorProto.INT32:
+        sequence_lens = ctx.emit("Cast", [sequence_lens], to=TensorProto.INT32)
+    inputs = [_transpose(ctx, ctx.inp(node, 0), (1, 0, 2)),
+              _weights(ctx, node, first_weight, kind, False, "W"),
+              _weights(ctx, node, first_weight + 1, kind, False, "R"),
+              _bias(ctx, node, first_weight + 2, kind, False, lbr),
+              sequence_lens] + states
+    outputs = [ctx.temp("Y"), ctx.temp("Y_h")] + ([ctx.temp("Y_c")] if lstm else [])
+    ctx.emit(kind, inputs, outputs, direction=direction, **attributes)
+    _transpose(ctx, outputs[0], (2, 1, 0, 3), [ctx.out(node, 0)])
+    for k, state in enumerate(outputs[1:], start=1):
+        _transpose(ctx, state, (1, 0, 2), [ctx.out(node, k)])
+
+
+def _cell(ctx, node, kind: str, weights_format: str | None = None):
+    """LSTMCell / GRUCell / RNNCell: inputs X, H, (C), W, R, B -> a one-step ONNX sequence."""
+    attributes = _attributes(ctx, node, kind, 1)
+    lstm = kind == "LSTM"
+    first_weight = 3 if lstm else 2
+    lbr = bool(attributes.get("linear_before_reset"))
+    axes = ctx.const(np.array([0], np.int64), "axes")
+    unsqueezed = [ctx.emit("Unsqueeze", [ctx.inp(node, k), axes]) for k in range(first_weight)]
+    inputs = [unsqueezed[0], _weights(ctx, node, first_weight, kind, True, "W"),
+              _weights(ctx, node, first_weight + 1, kind, True, "R"),
+              _bias(ctx, node, first_weight + 2, kind, True, lbr), ""] + unsqueezed[1:]
+    outputs = [ctx.temp("Y"), ctx.temp("Y_h")] + ([ctx.temp("Y_c")] if lstm else [])
+    ctx.emit(kind, inputs, outputs, direction="forward", **attributes)
+    for k, state in enumerate(outputs[1:]):
+        ctx.emit("Squeeze", [state, axes], [ctx.out(node, k)])
+
+
+_NOTES = ("batch-major OpenVINO tensors transposed to ONNX layout 0 around the node; weights' gates "
+          "reordered (LSTM fico -> iofc; GRU zrh as is), Constants at import, Split + Concat otherwise; "
+          "OpenVINO's single bias is ONNX's Wb with Rb = 0 (GRU linear_before_reset: the 4th part is Rb_h); "
+          "clip 0 = none; direction and activations (sigmoid, tanh, relu) as named")
+_REFUSES = (_FLOAT_ONLY, "activations_alpha/beta given: OpenVINO's three activations take none, ONNX "
+            "would apply them to another activation")
+
+
+@rule("LSTMSequence", versions=(5,), onnx="LSTM (+ Transpose)", notes=_NOTES + "; sequence_lens cast to i32, "
+      "past a length Y is 0 in both", refuses=_REFUSES)
+def lstm_sequence(ctx, node):
+    _sequence(ctx, node, "LSTM")
+
+
+@rule("GRUSequence", versions=(5,), onnx="GRU (+ Transpose)", notes=_NOTES, refuses=_REFUSES)
+def gru_sequence(ctx, node):
+    _sequence(ctx, node, "GRU")
+
+
+@rule("RNNSequence", versions=(5,), onnx="RNN (+ Transpose)", notes=_NOTES, refuses=_REFUSES)
+def rnn_sequence(ctx, node):
+    _sequence(ctx, node, "RNN")
+
+
+@rule("LSTMCell", versions=(4,), onnx="LSTM (one step: Unsqueeze, Squeeze)", notes=_NOTES, refuses=_REFUSES)
+def lstm_cell(ctx, node):
+    _cell(ctx, node, "LSTM")
+
+
+@rule("LSTMCell", versions=(1,), onnx="LSTM (one step: Unsqueeze, Squeeze)",
+      notes=_NOTES + "; LSTMCell-1's defaults (weights_format fico, input_forget false, no peepholes) only",
+      refuses=_REFUSES + ("weights_format other than fico, input_forget, peepholes (7th input): not "
+                          "verified against OpenVINO",))
+def lstm_cell_1(ctx, node):
+    attributes = node.get_attributes()
+    if str(attributes.get("weights_format", "fico")).lower() != "fico" or attributes.get("input_forget"):
+        raise Unsupported("weights_format other than fico or input_forget=true: not verified against OpenVINO")
+    if node.get_input_size() > 6:
+        peepholes = ctx.const_value(node, 6)
+        if peepholes is None or peepholes.any():
+            raise Unsupported("peepholes (input 6) other than a Constant 0: not verified against OpenVINO")
+    _cell(ctx, node, "LSTM")
+
+
+@rule("GRUCell", versions=(3,), onnx="GRU (one step: Unsqueeze, Squeeze)", notes=_NOTES, refuses=_REFUSES)
+def gru_cell(ctx, node):
+    _cell(ctx, node, "GRU")
+
+
+@rule("RNNCell", versions=(1,), onnx="RNN (one step: Unsqueeze, Squeeze)", notes=_NOTES, refuses=_REFUSES)
+def rnn_cell(ctx, node):
+    _cell(ctx, node, "RNN")
