@@ -22,7 +22,7 @@ ov = pytest.importorskip("openvino")
 from openvino import opset1, opset7, opset9, opset15  # noqa: E402
 
 import onnx_bridge  # noqa: E402
-from converters.openvino_ir import import_ir  # noqa: E402
+from converters.openvino_ir import import_ir, to_openvino  # noqa: E402
 from onnx_bridge.errors import ConversionError  # noqa: E402
 from tests.helpers.ir_cases import ACCUMULATION, ov_run  # noqa: E402
 
@@ -37,6 +37,10 @@ def assert_fft_close(got, want, what):
 
 def _i64(values):
     return opset1.constant(np.array(values, np.int64))
+
+
+def _ids(cases):
+    return [str(i) for i in range(len(cases))]
 
 
 def _model(make, x, dynamic):
@@ -57,7 +61,7 @@ COMPLEX_CASES = [  # (axes, signal_size, input shape, dynamic)
 
 
 @pytest.mark.parametrize("inverse", [False, True], ids=["dft", "idft"])
-@pytest.mark.parametrize("axes, sizes, shape, dynamic", COMPLEX_CASES, ids=[str(i) for i in range(len(COMPLEX_CASES))])
+@pytest.mark.parametrize("axes, sizes, shape, dynamic", COMPLEX_CASES, ids=_ids(COMPLEX_CASES))
 def test_dft_idft_match_openvino(inverse, axes, sizes, shape, dynamic):
     x = np.random.default_rng(len(shape) + len(axes)).standard_normal(shape + (2,)).astype(np.float32)
     op = opset7.idft if inverse else opset7.dft
@@ -74,7 +78,7 @@ RDFT_CASES = [  # (axes, signal_size, input shape, dynamic, oracle)
 ]
 
 
-@pytest.mark.parametrize("axes, sizes, shape, dynamic, oracle", RDFT_CASES, ids=[str(i) for i in range(len(RDFT_CASES))])
+@pytest.mark.parametrize("axes, sizes, shape, dynamic, oracle", RDFT_CASES, ids=_ids(RDFT_CASES))
 def test_rdft_matches_openvino(axes, sizes, shape, dynamic, oracle):
     x = np.random.default_rng(len(shape) * 7 + len(axes)).standard_normal(shape).astype(np.float32)
     model = _model(lambda p: opset9.rdft(p, _i64(axes), _i64(sizes)) if sizes else opset9.rdft(p, _i64(axes)),
@@ -91,7 +95,8 @@ def test_rdft_matches_openvino(axes, sizes, shape, dynamic, oracle):
 
 IRDFT_CASES = [  # (axes, signal_size, input shape, dynamic, oracle)
     ([2], None, (2, 5, 6), True, "cpu"), ([1, 2], None, (2, 5, 6), True, "cpu"), ([2], [7], (2, 5, 6), False, "cpu"),
-    ([2], [10], (2, 5, 6), False, "cpu"), ([2], [11], (2, 5, 6), True, "cpu"), ([2, 1], [5, 9], (2, 5, 6), False, "cpu"),
+    ([2], [10], (2, 5, 6), False, "cpu"), ([2], [11], (2, 5, 6), True, "cpu"),
+    ([2, 1], [5, 9], (2, 5, 6), False, "cpu"),
     ([1], None, (2, 5, 6), False, "cpu"), ([-1], None, (2, 5, 6), True, "cpu"), ([2], [3], (2, 5, 6), False, "cpu"),
     ([1, 2], [4, 4], (2, 5, 6), False, "cpu"), ([0], None, (2,), True, "cpu"), ([0], [1], (4,), False, "cpu"),
     ([0], [2], (4,), True, "cpu"), ([2], [13], (2, 5, 6), False, "spec"), ([2], [16], (2, 5, 6), True, "spec"),
@@ -103,7 +108,7 @@ def _spectrum(x):
     return x[..., 0].astype(np.float64) + 1j * x[..., 1]
 
 
-@pytest.mark.parametrize("axes, sizes, shape, dynamic, oracle", IRDFT_CASES, ids=[str(i) for i in range(len(IRDFT_CASES))])
+@pytest.mark.parametrize("axes, sizes, shape, dynamic, oracle", IRDFT_CASES, ids=_ids(IRDFT_CASES))
 def test_irdft_matches_openvino(axes, sizes, shape, dynamic, oracle):
     # random spectra: non-Hermitian, with imaginary parts at bin 0 and N/2 that both ignore
     x = np.random.default_rng(len(shape) * 5 + len(axes)).standard_normal(shape + (2,)).astype(np.float32)
@@ -157,7 +162,7 @@ STFT_CASES = [  # (window length, frame_size, frame_step, transpose_frames, sign
 ]
 
 
-@pytest.mark.parametrize("window, frame, step, transpose, shape", STFT_CASES, ids=[str(i) for i in range(len(STFT_CASES))])
+@pytest.mark.parametrize("window, frame, step, transpose, shape", STFT_CASES, ids=_ids(STFT_CASES))
 def test_stft_matches_openvino(window, frame, step, transpose, shape):
     rng = np.random.default_rng(window * 100 + frame)
     x = rng.standard_normal(shape).astype(np.float32)
@@ -190,6 +195,27 @@ def test_refusals_say_why():
     window = opset1.parameter([-1], np.float32, name="w")
     signal = opset1.parameter([2, 16], np.float32, name="s")
     refused(opset15.stft(signal, window, _i64(8), _i64(4), False), [signal, window], "window length static")
+
+
+ROUND_TRIP = [  # (name, builder, input shape, static): OpenVINO's ONNX reader takes STFT on static shapes only
+    ("dft", lambda p: opset7.dft(p, _i64([1, 2])), (2, 5, 6, 2), False),
+    ("idft-size", lambda p: opset7.idft(p, _i64([1]), _i64([8])), (2, 5, 6, 2), True),
+    ("rdft", lambda p: opset9.rdft(p, _i64([1, 2])), (2, 5, 7), False),
+    ("rdft-size", lambda p: opset9.rdft(p, _i64([0]), _i64([4])), (6, 3), True),
+    ("irdft", lambda p: opset9.irdft(p, _i64([1, 2])), (2, 5, 6, 2), False),
+    ("irdft-size", lambda p: opset9.irdft(p, _i64([2]), _i64([7])), (2, 5, 6, 2), True),
+    ("stft", lambda p: opset15.stft(p, opset1.constant(np.hanning(6).astype(np.float32) + 0.1), _i64(8), _i64(3),
+                                    True), (2, 40), True),
+]
+
+
+@pytest.mark.parametrize("name, make, shape, static", ROUND_TRIP, ids=[r[0] for r in ROUND_TRIP])
+def test_way_back_to_openvino(name, make, shape, static):
+    """The imported ONNX read back by OpenVINO's ONNX reader (to_openvino / export_ir) gives OpenVINO's result."""
+    x = np.random.default_rng(len(name)).standard_normal(shape).astype(np.float32)
+    model = _model(make, x, not static)
+    back = to_openvino(import_ir(model))
+    assert_fft_close(ov_run(back, {"x": x})[0], ov_run(model, {"x": x})[0], name)
 
 
 @pytest.mark.torch

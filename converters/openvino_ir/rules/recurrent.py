@@ -11,8 +11,10 @@ otherwise. OpenVINO has one bias [D, G*H] (the sum of the input and recurrent bi
 input bias Wb, with a zero recurrent bias Rb; GRU with linear_before_reset has [D, 4*H] =
 (z, r, h input bias, h recurrent bias), the last one being ONNX's Rb_h (inside the reset gate product).
 
-Sequence lengths: past a batch entry's length both runtimes write zeros to Y and take Ho/Co from its last
-valid step (the reverse direction starts at its last valid step).
+Sequence lengths: past a batch entry's length OpenVINO's spec and ONNX write zeros to Y and take Ho/Co
+from its last valid step (the reverse direction starts at its last valid step). OpenVINO's CPU plugin does
+so on static shapes, or with clip or other activations; its default kernel on dynamic shapes ignores
+seq_lengths (runs all T steps): a CPU deviation, the import follows the spec.
 """
 from __future__ import annotations
 
@@ -151,18 +153,21 @@ _REFUSES = (_FLOAT_ONLY, "activations_alpha/beta given: OpenVINO's three activat
             "would apply them to another activation")
 
 
-@rule("LSTMSequence", versions=(5,), onnx="LSTM (+ Transpose)", notes=_NOTES + "; sequence_lens cast to i32, "
-      "past a length Y is 0 in both", refuses=_REFUSES)
+_LENGTHS = ("; seq_lengths cast to i32: past a length Y is 0 (the spec; OpenVINO's CPU plugin ignores "
+            "seq_lengths on dynamic shapes with the default activations and no clip)")
+
+
+@rule("LSTMSequence", versions=(5,), onnx="LSTM (+ Transpose)", notes=_NOTES + _LENGTHS, refuses=_REFUSES)
 def lstm_sequence(ctx, node):
     _sequence(ctx, node, "LSTM")
 
 
-@rule("GRUSequence", versions=(5,), onnx="GRU (+ Transpose)", notes=_NOTES, refuses=_REFUSES)
+@rule("GRUSequence", versions=(5,), onnx="GRU (+ Transpose)", notes=_NOTES + _LENGTHS, refuses=_REFUSES)
 def gru_sequence(ctx, node):
     _sequence(ctx, node, "GRU")
 
 
-@rule("RNNSequence", versions=(5,), onnx="RNN (+ Transpose)", notes=_NOTES, refuses=_REFUSES)
+@rule("RNNSequence", versions=(5,), onnx="RNN (+ Transpose)", notes=_NOTES + _LENGTHS, refuses=_REFUSES)
 def rnn_sequence(ctx, node):
     _sequence(ctx, node, "RNN")
 

@@ -1,18 +1,19 @@
 """Signal processing: DFT-7, IDFT-7, RDFT-9, IRDFT-9, STFT-15 -> ONNX DFT-17 / STFT-17 (the import targets
 opset 18, where DFT takes one axis as an attribute: a multi-axis transform is a chain of DFTs).
 
-Complex tensors are OpenVINO's and ONNX's alike: a trailing dimension of 2 (real, imaginary); a real ONNX
-DFT input carries a trailing dimension of 1. Axes of a complex input count from the end without the
-trailing 2 (OpenVINO: a negative axis is r - 1 + axis). signal_size crops or zero-pads each transformed
-axis at its end (-1: as is) before the transform, by Slice / Pad. Inverse transforms divide by N per axis
-in both (IDFT over several axes: by their product).
+Complex tensors are OpenVINO's and ONNX's alike: a trailing dimension of 2 (real, imaginary). Axes of a
+complex input count without the trailing 2 (OpenVINO: a negative axis is r - 1 + axis). signal_size
+(Constant or computed) crops or zero-pads each transformed axis at its end (-1: as is) before the
+transform, by Slice / Pad. Inverse transforms divide by N per axis in both (IDFT over several axes: by
+their product).
 
-RDFT: the last of `axes` is transformed onesided (N//2 + 1 bins) first, the others fully after (the DFT is
-separable: rfftn's order). IRDFT: full inverses over all but the last axis, then on the last one the
-N//2 + 1 bins are extended to N by Hermitian symmetry (X[N-k] = conj X[k], a reversed Slice and a sign
-flip), inverse-transformed, and the real part kept — the imaginary parts of bin 0 (and N/2 for even N)
-are ignored, as numpy.fft.irfftn and OpenVINO do. onnxruntime's own inverse onesided DFT is not used
-(not in the ONNX spec for inverse).
+RDFT: the last of `axes` is transformed first (the real input with a zero imaginary part: ONNX's onesided
+DFT of a real [..., 1] input is read with an extra dimension by OpenVINO's ONNX reader) and cut to its
+N//2 + 1 bins, the others after (the DFT is separable: rfftn's order). IRDFT: full inverses over all but
+the last axis, then on the last one the N//2 + 1 bins are extended to N by Hermitian symmetry
+(X[N-k] = conj X[k]: a reversed Slice and a sign flip), inverse-transformed, and the real part kept: the
+imaginary parts of bin 0 (and N/2 for even N) are ignored, as numpy.fft.irfftn and OpenVINO do. ONNX's
+inverse onesided DFT is not used (the spec leaves it undefined).
 """
 from __future__ import annotations
 
@@ -20,9 +21,6 @@ import numpy as np
 from onnx import TensorProto
 
 from .._registry import Unsupported, rule
-
-_INT64_MAX = np.iinfo(np.int64).max
-
 
 def _i64(ctx, values, hint: str) -> str:
     return ctx.const(np.array(values, np.int64), hint)
@@ -118,8 +116,8 @@ def _complex(ctx, node, inverse: bool):
 
 
 _NOTES = ("signal_size (Constant or computed) crops or zero-pads at the end (Slice/Pad); one ONNX DFT per axis "
-          "(DFT-17's axis is an attribute); onnxruntime's FFT sums in another order than OpenVINO's (last bits, relative to the "
-          "signal's magnitude)")
+          "(DFT-17's axis is an attribute); onnxruntime's FFT sums in another order than OpenVINO's (last "
+          "bits, relative to the signal's magnitude)")
 _REFUSES = ("axes not a Constant: ONNX DFT-17 takes the axis as an attribute",
             "data other than f32 (onnxruntime's DFT takes float/double, OpenVINO's CPU computes f32) or of "
             "dynamic rank")
@@ -136,21 +134,34 @@ def idft(ctx, node):
     _complex(ctx, node, inverse=True)
 
 
-@rule("RDFT", versions=(9,), onnx="Unsqueeze, DFT onesided=1 on the last axis, DFT on the others "
-      "(+ Slice/Pad for signal_size)",
-      notes=_NOTES + "; the last of axes keeps N//2 + 1 bins", refuses=_REFUSES)
+@rule("RDFT", versions=(9,), onnx="Unsqueeze, Pad (zero imaginary part), DFT on the last axis, Slice of its "
+      "N//2 + 1 bins, DFT on the others (+ Slice/Pad for signal_size)",
+      notes=_NOTES + "; the last of axes keeps N//2 + 1 bins. Not ONNX's onesided DFT of a real [..., 1] "
+            "input, which OpenVINO's ONNX reader gives an extra dimension (no way back to IR)",
+      refuses=_REFUSES)
 def rdft(ctx, node):
     _require(ctx, node)
-    axes = _axes(ctx, node, ctx.rank(node, 0))
+    rank = ctx.rank(node, 0)
+    axes = _axes(ctx, node, rank)
     sizes = _signal_sizes(ctx, node, axes)
     value = ctx.inp(node, 0)
     for axis, size in zip(axes, sizes):
         value = _resize(ctx, node, value, axis, size, _dim(node, axis))
-    value = ctx.emit("Unsqueeze", [value, _i64(ctx, [-1], "axes")])
-    order = [axes[-1]] + axes[:-1]
-    for k, axis in enumerate(order):
-        last = k == len(order) - 1
-        value = ctx.emit("DFT", [value], [ctx.out(node)] if last else None, axis=axis, onesided=int(k == 0))
+    value = ctx.emit("Pad", [ctx.emit("Unsqueeze", [value, _i64(ctx, [-1], "axes")]),
+                             _i64(ctx, [0] * (2 * rank + 1) + [1], "imaginary")])
+    axis, size = axes[-1], sizes[-1]
+    n = size if isinstance(size, int) and size != -1 else _dim(node, axis) if size == -1 else None
+    value = ctx.emit("DFT", [value], axis=axis)
+    if n is not None:
+        end = _i64(ctx, [n // 2 + 1], "bins")
+    else:
+        end = ctx.emit("Add", [ctx.emit("Div", [_length(ctx, value, axis), _i64(ctx, [2], "two")]),
+                               _i64(ctx, [1], "one")])
+    others = axes[:-1]
+    value = ctx.emit("Slice", [value, _i64(ctx, [0], "start"), end, _i64(ctx, [axis], "axis")],
+                     None if others else [ctx.out(node)])
+    for k, axis in enumerate(others):
+        value = ctx.emit("DFT", [value], [ctx.out(node)] if k == len(others) - 1 else None, axis=axis)
 
 
 @rule("IRDFT", versions=(9,), onnx="DFT inverse=1 per axis; on the last axis a Hermitian extension (Slice "
@@ -215,7 +226,10 @@ def stft(ctx, node):
         window = ctx.emit("Pad", [window, _i64(ctx, [left, frame_size - length - left], "window_pads")])
     transpose = bool(node.get_attributes().get("transpose_frames", False))
     out = ctx.out(node) if rank == 2 and not transpose else None
-    value = ctx.emit("STFT", [signal, ctx.emit("Reshape", [ctx.int64(node, 3), _i64(ctx, [], "scalar")]), window, _i64(ctx, frame_size, "frame_size")],
+    step = ctx.const_value(node, 3)  # a Constant scalar: OpenVINO's ONNX reader needs one (the way back)
+    step = (_i64(ctx, int(np.asarray(step).reshape(-1)[0]), "step") if step is not None
+            else ctx.emit("Reshape", [ctx.int64(node, 3), _i64(ctx, [], "scalar")]))
+    value = ctx.emit("STFT", [signal, step, window, _i64(ctx, frame_size, "frame_size")],
                      [out] if out else None, onesided=1)
     if rank == 1:
         value = ctx.emit("Squeeze", [value, _i64(ctx, [0], "batch")],
