@@ -1,6 +1,7 @@
-"""Signal import rules (DFT-7, IDFT-7, RDFT-9, IRDFT-9, STFT-15 -> ONNX DFT-17 / STFT-17) against OpenVINO's
-CPU plugin (f32 precision), over axes (several, negative, the batch axis), signal_size (crop, pad, -1),
-odd and even lengths, dynamic shapes, short windows, transpose_frames and 1-D signals.
+"""Signal import rules (DFT-7, IDFT-7, RDFT-9, IRDFT-9, STFT-15, ISTFT-16 -> ONNX DFT-17 / STFT-17 / Col2Im)
+against OpenVINO's CPU plugin (f32 precision), over axes (several, negative, the batch axis), signal_size
+(crop, pad, -1), odd and even lengths, dynamic shapes, short windows, transpose_frames, 1-D signals; ISTFT
+over center, normalized, signal_length (crop and pad), windows with zero ends and steps leaving gaps.
 
 Tolerance (FFT, stated once): the two runtimes use different FFT algorithms, whose rounding errors spread
 over all bins; the bound is ACCUMULATION's rtol relative to the output's largest magnitude.
@@ -19,7 +20,7 @@ import pytest
 
 ov = pytest.importorskip("openvino")
 
-from openvino import opset1, opset7, opset9, opset15  # noqa: E402
+from openvino import opset1, opset7, opset9, opset15, opset16  # noqa: E402
 
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir, to_openvino  # noqa: E402
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.openvino
 
 def assert_fft_close(got, want, what):
     assert got.shape == want.shape, what
-    np.testing.assert_allclose(got, want, rtol=0, atol=ACCUMULATION["rtol"] * max(1.0, np.abs(want).max()),
+    np.testing.assert_allclose(got, want, rtol=0, atol=ACCUMULATION["rtol"] * max(1.0, np.abs(want).max(initial=0)),
                                err_msg=what)
 
 
@@ -182,6 +183,26 @@ def test_stft_window_input():
     assert_fft_close(got, ov_run(model, {"x": x, "w": w})[0], "stft window input")
 
 
+ISTFT_CASES = [  # (data shape, window length, frame_size, step, center, normalized, signal_length, zero-ended window)
+    ((2, 9, 11, 2), 16, 16, 4, True, False, None, False), ((2, 9, 11, 2), 16, 16, 4, False, False, None, False),
+    ((2, 9, 11, 2), 12, 16, 4, True, True, None, False), ((9, 11, 2), 16, 16, 5, True, False, 50, False),
+    ((2, 9, 11, 2), 16, 16, 4, True, False, 70, False), ((2, 8, 11, 2), 15, 15, 4, True, False, None, False),
+    ((2, 8, 11, 2), 15, 15, 4, False, True, 30, False), ((2, 9, 11, 2), 16, 16, 4, False, False, None, True),
+    ((1, 9, 5, 2), 16, 16, 20, False, False, None, False), ((3, 5, 3, 2), 7, 8, 2, True, False, None, True),
+]
+
+
+@pytest.mark.parametrize("shape, window, frame, step, center, normalized, length, zero_ends", ISTFT_CASES,
+                         ids=_ids(ISTFT_CASES))
+def test_istft_matches_openvino(shape, window, frame, step, center, normalized, length, zero_ends):
+    rng = np.random.default_rng(sum(shape) + window)
+    x = rng.standard_normal(shape).astype(np.float32)  # not an STFT's output: frames overlap inconsistently
+    w = opset1.constant((np.hanning(window) + (0 if zero_ends else 0.1)).astype(np.float32))
+    extra = [] if length is None else [_i64(length)]
+    model = _model(lambda p: opset16.istft(p, w, _i64(frame), _i64(step), center, normalized, *extra), x, True)
+    assert_fft_close(_run(model, x), ov_run(model, {"x": x})[0], "istft")
+
+
 def test_refusals_say_why():
     def refused(outputs, parameters, reason):
         with pytest.raises(ConversionError, match="unsupported configuration") as error:
@@ -195,6 +216,11 @@ def test_refusals_say_why():
     window = opset1.parameter([-1], np.float32, name="w")
     signal = opset1.parameter([2, 16], np.float32, name="s")
     refused(opset15.stft(signal, window, _i64(8), _i64(4), False), [signal, window], "window length static")
+    spectrum = opset1.parameter([2, 5, 4, 2], np.float32, name="spectrum")
+    step = opset1.parameter([], np.int64, name="step")
+    window = opset1.constant(np.ones(8, np.float32))
+    refused(opset16.istft(spectrum, window, _i64(8), step, False, False), [spectrum, step],
+            "frame_step must be a Constant")
 
 
 ROUND_TRIP = [  # (name, builder, input shape, static): OpenVINO's ONNX reader takes STFT on static shapes only
@@ -206,6 +232,8 @@ ROUND_TRIP = [  # (name, builder, input shape, static): OpenVINO's ONNX reader t
     ("irdft-size", lambda p: opset9.irdft(p, _i64([2]), _i64([7])), (2, 5, 6, 2), True),
     ("stft", lambda p: opset15.stft(p, opset1.constant(np.hanning(6).astype(np.float32) + 0.1), _i64(8), _i64(3),
                                     True), (2, 40), True),
+    ("istft", lambda p: opset16.istft(p, opset1.constant(np.hanning(16).astype(np.float32)), _i64(16), _i64(4),
+                                      True, False), (2, 9, 11, 2), False),
 ]
 
 
@@ -221,8 +249,9 @@ def test_way_back_to_openvino(name, make, shape, static):
 @pytest.mark.torch
 @pytest.mark.slow  # imports torch and runs the PyTorch frontend
 def test_torch_audio_front_end_converts_whole():
-    """A log-power spectrogram with a mel-like projection (torch.stft, center padding) and an rfft/irfft
-    filter (torch.fft) through openvino.convert_model: the import equals OpenVINO CPU and torch eager."""
+    """A log-power spectrogram with a mel-like projection (torch.stft, center padding), an rfft/irfft
+    filter (torch.fft) and an STFT -> gain -> ISTFT resynthesis through openvino.convert_model: the import
+    equals OpenVINO CPU and torch eager."""
     torch = pytest.importorskip("torch")
 
     class Spectrogram(torch.nn.Module):
@@ -235,6 +264,13 @@ def test_torch_audio_front_end_converts_whole():
             spectrum = torch.stft(audio, 32, 8, window=self.window, return_complex=True)
             return torch.log(spectrum.abs().pow(2).transpose(1, 2) @ self.mel + 1e-3)
 
+    class Resynthesis(torch.nn.Module):  # STFT, a spectral gain, ISTFT back to the input's length
+        def forward(self, audio):
+            window = torch.hann_window(32)
+            spectrum = torch.stft(audio, 32, 8, window=window, return_complex=True)
+            return torch.istft(spectrum * torch.linspace(0.2, 1.0, 17)[:, None], 32, 8, window=window,
+                               length=audio.shape[-1])
+
     class Filter(torch.nn.Module):
         def forward(self, audio):
             spectrum = torch.fft.rfft(audio)
@@ -242,11 +278,12 @@ def test_torch_audio_front_end_converts_whole():
             return torch.fft.irfft(spectrum * gain, n=audio.shape[-1])
 
     torch.manual_seed(0)
-    for module, x in ((Spectrogram(), torch.randn(2, 200)), (Filter(), torch.randn(3, 50))):
+    for module, x in ((Spectrogram(), torch.randn(2, 200)), (Filter(), torch.randn(3, 50)),
+                      (Resynthesis(), torch.randn(2, 150))):
         with torch.no_grad():
             eager = module(x).numpy()
             model = ov.convert_model(module.eval(), example_input=x)
-        assert {"STFT", "RDFT", "IRDFT"} & {op.get_type_name() for op in model.get_ops()}
+        assert {"STFT", "RDFT", "IRDFT", "ISTFT"} & {op.get_type_name() for op in model.get_ops()}
         feeds = {model.inputs[0].get_any_name(): x.numpy()}
         got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)[0]
         what = type(module).__name__

@@ -1,5 +1,6 @@
-"""Signal processing: DFT-7, IDFT-7, RDFT-9, IRDFT-9, STFT-15 -> ONNX DFT-17 / STFT-17 (the import targets
-opset 18, where DFT takes one axis as an attribute: a multi-axis transform is a chain of DFTs).
+"""Signal processing: DFT-7, IDFT-7, RDFT-9, IRDFT-9, STFT-15, ISTFT-16 -> ONNX DFT-17 / STFT-17 / Col2Im-18
+(the import targets opset 18, where DFT takes one axis as an attribute: a multi-axis transform is a chain
+of DFTs).
 
 Complex tensors are OpenVINO's and ONNX's alike: a trailing dimension of 2 (real, imaginary). Axes of a
 complex input count without the trailing 2 (OpenVINO: a negative axis is r - 1 + axis). signal_size
@@ -92,6 +93,17 @@ def _pad_end(ctx, node, value: str, axis: int, grow: str) -> str:
     pads = ctx.emit("Concat", [_i64(ctx, [0] * (rank + axis), "before"), grow,
                                _i64(ctx, [0] * (rank - axis - 1), "after")], axis=0)
     return ctx.emit("Pad", [value, pads])
+
+
+def _hermitian_inverse(ctx, value: str, axis: int, start: str, out: str | None = None) -> str:
+    """The real inverse DFT of length N along `axis` of a complex tensor holding its N//2 + 1 bins; `start`
+    ([1] int64) is N - N//2 - 1: bins start .. 1, reversed and conjugated, are bins N//2+1 .. N-1."""
+    mirrored = ctx.emit("Slice", [value, start, _i64(ctx, [0], "end"), _i64(ctx, [axis], "axis"),
+                                  _i64(ctx, [-1], "step")])
+    conjugated = ctx.emit("Mul", [mirrored, ctx.const(np.array([1, -1], np.float32), "conj")])
+    value = ctx.emit("DFT", [ctx.emit("Concat", [value, conjugated], axis=axis)], axis=axis, inverse=1)
+    real = ctx.emit("Slice", [value, _i64(ctx, [0], "start"), _i64(ctx, [1], "end"), _i64(ctx, [-1], "axis")])
+    return ctx.emit("Squeeze", [real, _i64(ctx, [-1], "axes")], [out] if out else None)
 
 
 def _require(ctx, node):
@@ -193,14 +205,7 @@ def irdft(ctx, node):
         half = ctx.emit("Div", [n, _i64(ctx, [2], "two")])
         value = _resize(ctx, node, value, axis, ctx.emit("Add", [half, _i64(ctx, [1], "one")]), bins)
         start = ctx.emit("Sub", [ctx.emit("Sub", [n, half]), _i64(ctx, [1], "one")])
-    # bins start .. 1 (start = N - N//2 - 1), reversed and conjugated, are bins N//2+1 .. N-1
-    mirrored = ctx.emit("Slice", [value, start, _i64(ctx, [0], "end"), _i64(ctx, [axis], "axis"),
-                                  _i64(ctx, [-1], "step")])
-    conjugated = ctx.emit("Mul", [mirrored, ctx.const(np.array([1, -1], np.float32), "conj")])
-    value = ctx.emit("Concat", [value, conjugated], axis=axis)
-    value = ctx.emit("DFT", [value], axis=axis, inverse=1)
-    real = ctx.emit("Slice", [value, _i64(ctx, [0], "start"), _i64(ctx, [1], "end"), _i64(ctx, [-1], "axis")])
-    ctx.emit("Squeeze", [real, _i64(ctx, [-1], "axes")], [ctx.out(node)])
+    _hermitian_inverse(ctx, value, axis, start, ctx.out(node))
 
 
 @rule("STFT", versions=(15,), onnx="STFT onesided=1 (+ Unsqueeze, Pad of the window, Transpose)",
@@ -237,3 +242,80 @@ def stft(ctx, node):
     if transpose:
         perm = [0, 2, 1, 3] if rank == 2 else [1, 0, 2]
         ctx.emit("Transpose", [value], [ctx.out(node)], perm=perm)
+
+
+def _constant_int(ctx, node, index: int, what: str) -> int:
+    value = ctx.const_value(node, index)
+    if value is None:
+        raise Unsupported(f"{what} must be a Constant (ONNX Col2Im takes the step as an attribute, and the "
+                          "frame's inverse DFT length is static)")
+    return int(np.asarray(value).reshape(-1)[0])
+
+
+@rule("ISTFT", versions=(16,), onnx="Transpose, Hermitian extension + DFT inverse=1 per frame, Mul by the "
+      "window, Col2Im (overlap-add of the frames and of the squared window), Div, Where, Slice/Pad",
+      notes="OpenVINO's reference: each frame's frame_size//2 + 1 bins inverse-transformed to frame_size "
+            "samples, times the window (zero-padded centred to frame_size), overlap-added at frame_step; "
+            "divided by the overlap-added squared window where it is not 0 (0 there); normalized multiplies "
+            "by sqrt(frame_size) first; center drops frame_size//2 samples at the start; the length is "
+            "signal_length when > 0, else (frames - 1) * step + frame_size, less frame_size rounded down to "
+            "even when center, cropped or zero-padded at the end",
+      refuses=("frame_size or frame_step not a Constant: Col2Im takes the step as an attribute and the "
+               "frame's inverse DFT length is static",
+               "a window of dynamic length",
+               "data other than f32 or of dynamic rank"))
+def istft(ctx, node):
+    _require(ctx, node)
+    rank = ctx.rank(node, 0)
+    frame_size = _constant_int(ctx, node, 2, "frame_size")
+    step = _constant_int(ctx, node, 3, "frame_step")
+    attributes = node.get_attributes()
+    window_dim = node.get_input_partial_shape(1)[0]
+    if window_dim.is_dynamic:
+        raise Unsupported("a window of dynamic length (it is padded to frame_size)")
+    data = ctx.inp(node, 0)
+    if rank == 3:
+        data = ctx.emit("Unsqueeze", [data, _i64(ctx, [0], "batch")])
+    frames = _hermitian_inverse(ctx, ctx.emit("Transpose", [data], perm=[0, 2, 1, 3]), 2,
+                                _i64(ctx, [frame_size - frame_size // 2 - 1], "start"))
+    window, length = ctx.inp(node, 1), window_dim.get_length()
+    if length < frame_size:
+        left = (frame_size - length) // 2
+        window = ctx.emit("Pad", [window, _i64(ctx, [left, frame_size - length - left], "window_pads")])
+    elif length > frame_size:
+        raise Unsupported(f"a window of {length} samples longer than frame_size {frame_size}")
+    frames = ctx.emit("Transpose", [ctx.emit("Mul", [frames, window])], perm=[0, 2, 1])  # [B, frame, frames]
+    # overlap-add: Col2Im of a [B, frame_size, frames] column matrix into a [1, L] image
+    count = ctx.emit("Shape", [frames], start=2, end=3)
+    gaps = ctx.emit("Mul", [ctx.emit("Sub", [count, _i64(ctx, [1], "one")]), _i64(ctx, [step], "step")])
+    full = ctx.emit("Add", [gaps, _i64(ctx, [frame_size], "frame_size")])  # (frames - 1) * step + frame_size
+    image = ctx.emit("Concat", [_i64(ctx, [1], "one"), full], axis=0)
+    blocks = _i64(ctx, [1, frame_size], "block")
+
+    def overlap_add(columns):
+        added = ctx.emit("Col2Im", [columns, image, blocks], strides=[1, step])
+        return ctx.emit("Reshape", [added, _i64(ctx, [0, -1], "rows")])  # [B or 1, L]
+    signal = overlap_add(frames)
+    squared = ctx.emit("Unsqueeze", [ctx.emit("Mul", [window, window]), _i64(ctx, [0, 2], "axes")])
+    envelope = overlap_add(ctx.emit("Expand", [squared, ctx.emit("Concat", [_i64(ctx, [1, frame_size], "dims"), count],
+                                                                 axis=0)]))
+    if attributes.get("normalized"):
+        signal = ctx.emit("Mul", [signal, ctx.const(np.array(np.sqrt(frame_size), np.float32), "sqrt_frame")])
+    zero = ctx.const(np.array(0, np.float32), "zero")
+    signal = ctx.emit("Where", [ctx.emit("Equal", [envelope, zero]), zero, ctx.emit("Div", [signal, envelope])])
+    margin = frame_size // 2 if attributes.get("center") else 0
+    default = ctx.emit("Sub", [full, _i64(ctx, [frame_size & ~1 if attributes.get("center") else 0], "trim")])
+    if node.get_input_size() > 4:
+        given = ctx.int64_vector(node, 4)
+        final = ctx.emit("Where", [ctx.emit("Greater", [given, _i64(ctx, [0], "zero")]), given, default])
+    else:
+        final = default
+    end = ctx.emit("Add", [final, _i64(ctx, [margin], "margin")])
+    kept = ctx.emit("Slice", [signal, _i64(ctx, [margin], "margin"), end, _i64(ctx, [1], "axis")])
+    short = ctx.emit("Sub", [final, ctx.emit("Shape", [kept], start=1, end=2)])
+    grow = ctx.emit("Max", [short, _i64(ctx, [0], "none")])
+    pads = ctx.emit("Concat", [_i64(ctx, [0, 0, 0], "before"), grow], axis=0)
+    if rank == 3:
+        ctx.emit("Squeeze", [ctx.emit("Pad", [kept, pads]), _i64(ctx, [0], "batch")], [ctx.out(node)])
+    else:
+        ctx.emit("Pad", [kept, pads], [ctx.out(node)])
