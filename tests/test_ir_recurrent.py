@@ -25,6 +25,9 @@ from openvino import opset1, opset3, opset4, opset5  # noqa: E402
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir, to_openvino  # noqa: E402
 from onnx_bridge.errors import ConversionError  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
 from tests.helpers.ir_cases import ACCUMULATION, ov_run  # noqa: E402
 
 pytestmark = pytest.mark.openvino
@@ -37,9 +40,11 @@ def _param(name, shape, static, element=np.float32):
 
 
 def sequence_model(kind, direction, lengths, *, static, activations=None, clip=0.0, lbr=False,
-                   computed_weights=False, seed=0):
-    """(OpenVINO model, feeds) of one XSequence-5 with tiny sizes; weights drawn from `seed`."""
+                   computed_weights=False, seed=0, sizes=(T, I, H)):
+    """(OpenVINO model, feeds) of one XSequence-5 with tiny sizes (T, I, H; B = len(lengths)); weights drawn
+    from `seed`."""
     rng = np.random.default_rng(seed)
+    B, T, I, H = len(lengths), *sizes  # noqa: N806
     d, g = (2 if direction == "bidirectional" else 1), GATES[kind]
     arrays = {"x": rng.standard_normal((B, T, I)), "h": rng.standard_normal((B, d, H)),
               "c": rng.standard_normal((B, d, H)), "w": rng.standard_normal((d, g * H, I)),
@@ -102,6 +107,34 @@ def test_sequence_matches_openvino(case_id, kind, direction, lengths, options):
     if not full:  # zeros past each length
         for batch, length in enumerate(lengths):
             assert not got[0][batch, :, length:].any()
+
+
+@st.composite
+def random_sequences(draw):
+    kind = draw(st.sampled_from(sorted(GATES)))
+    steps, inputs, hidden = draw(st.integers(1, 5)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    lengths = tuple(draw(st.lists(st.integers(1, steps), min_size=1, max_size=3)))
+    options = {"clip": draw(st.sampled_from([0.0, 0.3, 2.0])), "seed": draw(st.integers(0, 2**16))}
+    if kind == "gru":
+        options["lbr"] = draw(st.booleans())
+    if draw(st.booleans()):
+        count = {"lstm": 3, "gru": 2, "rnn": 1}[kind]  # f, g, h / f, g / f
+        options["activations"] = draw(st.lists(st.sampled_from(["sigmoid", "tanh", "relu"]), min_size=count,
+                                               max_size=count))
+    direction = draw(st.sampled_from(["forward", "reverse", "bidirectional"]))
+    return kind, direction, lengths, (steps, inputs, hidden), options
+
+
+@settings(max_examples=30, derandomize=True, deadline=None)
+@given(random_sequences())
+def test_random_sequences_match_openvino(case):
+    """Random sizes, lengths, clip, activations and directions on static shapes (where the CPU plugin
+    follows the spec for every length)."""
+    kind, direction, lengths, sizes, options = case
+    model, feeds = sequence_model(kind, direction, lengths, static=True, sizes=sizes, **options)
+    got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)
+    for index, (a, b) in enumerate(zip(got, ov_run(model, feeds))):
+        np.testing.assert_allclose(a, b, **ACCUMULATION, err_msg=f"{case} output {index}")
 
 
 def test_cpu_dynamic_short_lengths_deviation():

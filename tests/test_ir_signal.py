@@ -10,8 +10,10 @@ Where OpenVINO's CPU plugin deviates from its spec, cases compare with the spec'
 rfftn / irfftn of the zero-padded or cropped input; OpenVINO does not constant-fold these ops, so its core
 reference is out of reach): RDFT with a signal_size larger than the input or -1 (the CPU refuses: "Signal
 size greater than input size is not supported yet"; -1 fails to compile), IRDFT whose signal_size needs
-more bins than given (the CPU reads past its input: values like 1e14, or right by chance) or -1 on a
-static axis (fails to compile).
+more bins than given (the CPU reads past its input: values like 1e14, or right by chance), -1 on a
+static axis (fails to compile), and in the random cases any IRDFT signal_size (the CPU plugin errs on some
+multi-axis crops: axes [0, 1, 2], signal_size [1, 2, 1] of a [2, 2, 2] spectrum gives 0.27 off, [2, 2, 2, 2]
+of a [2, 3, 4, 5] one 9e7).
 """
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ from openvino import opset1, opset7, opset9, opset15, opset16  # noqa: E402
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir, to_openvino  # noqa: E402
 from onnx_bridge.errors import ConversionError  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
 from tests.helpers.ir_cases import ACCUMULATION, ov_run  # noqa: E402
 
 pytestmark = pytest.mark.openvino
@@ -155,6 +160,37 @@ def test_computed_signal_size():
         else:
             want = np.fft.irfftn(_spectrum(feed), s=[3, 7], axes=axes).astype(np.float32)
         assert_fft_close(got, want, f"{name} computed signal_size")
+
+
+@st.composite
+def random_transforms(draw):
+    op = draw(st.sampled_from(["dft", "idft", "rdft", "irdft"]))
+    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+    if op == "irdft":  # at least 2 bins on every axis (1 bin gives an empty default signal)
+        shape = tuple(max(d, 2) for d in shape)
+    axes = draw(st.permutations(range(len(shape))).map(lambda p: list(p)))[:draw(st.integers(1, len(shape)))]
+    negative = draw(st.booleans())
+    sizes = None
+    if draw(st.booleans()):  # crops (and IRDFT's last-axis lengths) only: what the CPU plugin computes right
+        sizes = [draw(st.integers(1, shape[a])) for a in axes]
+        if op == "irdft":
+            sizes[-1] = draw(st.integers(1, 2 * (shape[axes[-1]] - 1)))
+    return op, shape, [a - len(shape) if negative else a for a in axes], sizes, draw(st.integers(0, 2**16))
+
+
+@settings(max_examples=40, derandomize=True, deadline=None)
+@given(random_transforms())
+def test_random_transforms_match_openvino(case):
+    op, shape, axes, sizes, seed = case
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape if op == "rdft" else shape + (2,)).astype(np.float32)
+    build = {"dft": opset7.dft, "idft": opset7.idft, "rdft": opset9.rdft, "irdft": opset9.irdft}[op]
+    model = _model(lambda p: build(p, _i64(axes), _i64(sizes)) if sizes else build(p, _i64(axes)), x, sizes is None)
+    if op == "irdft" and sizes:  # the spec: the CPU plugin errs on some multi-axis crops (module doc)
+        want = np.fft.irfftn(_spectrum(x), s=sizes, axes=axes).astype(np.float32)
+    else:
+        want = ov_run(model, {"x": x})[0]
+    assert_fft_close(_run(model, x), want, str(case))
 
 
 STFT_CASES = [  # (window length, frame_size, frame_step, transpose_frames, signal shape)
