@@ -125,7 +125,7 @@ def random_sequences(draw):
     return kind, direction, lengths, (steps, inputs, hidden), options
 
 
-@settings(max_examples=30, derandomize=True, deadline=None)
+@settings(max_examples=20, derandomize=True, deadline=None)
 @given(random_sequences())
 def test_random_sequences_match_openvino(case):
     """Random sizes, lengths, clip, activations and directions on static shapes (where the CPU plugin
@@ -202,13 +202,9 @@ def test_refuses_activation_parameters():
         import_ir(ov.Model([node.output(0)], [x, h], "alpha"))
 
 
-@pytest.mark.torch
-@pytest.mark.slow  # imports torch and runs the PyTorch frontend
-def test_torch_lstm_gru_models_convert_whole():
-    """nn.LSTM / nn.GRU (2 layers, bidirectional, batch_first) and a small conv + BiLSTM CRNN head through
-    openvino.convert_model: the import equals OpenVINO CPU and torch eager."""
-    torch = pytest.importorskip("torch")
-
+def _torch_model(torch, name):
+    """(module, example input): nn.LSTM / nn.GRU (2 layers, bidirectional, batch_first) or a small conv +
+    BiLSTM CRNN head."""
     class Recurrent(torch.nn.Module):
         def __init__(self, cell):
             super().__init__()
@@ -230,20 +226,27 @@ def test_torch_lstm_gru_models_convert_whole():
             return self.head(self.rnn(features)[0]).log_softmax(-1)
 
     torch.manual_seed(0)
-    models = [(Recurrent(torch.nn.LSTM), torch.randn(2, 7, 5)), (Recurrent(torch.nn.GRU), torch.randn(3, 4, 5)),
-              (Recurrent(torch.nn.RNN), torch.randn(2, 5, 5)), (CRNN(), torch.randn(2, 1, 8, 9))]
-    for module, x in models:
-        module.eval()
-        with torch.no_grad():
-            eager = module(x).numpy()
-            model = ov.convert_model(module, example_input=x)
-        assert {"LSTMSequence", "GRUSequence", "RNNSequence"} & {op.get_type_name() for op in model.get_ops()}
-        feeds = {model.inputs[0].get_any_name(): x.numpy()}
-        got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)
-        want = ov_run(model, feeds)
-        what = type(module).__name__ + ("" if not hasattr(module, "rnn") else type(module.rnn).__name__)
-        np.testing.assert_allclose(got[0], want[0], **ACCUMULATION, err_msg=what)
-        np.testing.assert_allclose(got[0], eager, rtol=1e-4, atol=1e-5, err_msg=what + " vs torch")
+    return {"lstm": lambda: (Recurrent(torch.nn.LSTM), torch.randn(2, 7, 5)),
+            "gru": lambda: (Recurrent(torch.nn.GRU), torch.randn(3, 4, 5)),
+            "crnn": lambda: (CRNN(), torch.randn(2, 1, 8, 9))}[name]()
+
+
+@pytest.mark.torch
+@pytest.mark.slow  # imports torch and runs the PyTorch frontend
+@pytest.mark.parametrize("name", ["lstm", "gru", "crnn"])
+def test_torch_models_convert_whole(name):
+    """A torch recurrent model through openvino.convert_model: the import equals OpenVINO CPU and torch eager."""
+    torch = pytest.importorskip("torch")
+    module, x = _torch_model(torch, name)
+    module.eval()
+    with torch.no_grad():
+        eager = module(x).numpy()
+        model = ov.convert_model(module, example_input=x)
+    assert {"LSTMSequence", "GRUSequence"} & {op.get_type_name() for op in model.get_ops()}
+    feeds = {model.inputs[0].get_any_name(): x.numpy()}
+    got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)
+    np.testing.assert_allclose(got[0], ov_run(model, feeds)[0], **ACCUMULATION, err_msg=name)
+    np.testing.assert_allclose(got[0], eager, rtol=1e-4, atol=1e-5, err_msg=name + " vs torch")
 
 
 ROUND_TRIP = [("lstm", "bidirectional", {}), ("gru", "reverse", {"lbr": True}), ("rnn", "forward", {}),
