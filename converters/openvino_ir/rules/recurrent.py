@@ -53,10 +53,22 @@ def _attributes(ctx, node, kind: str, directions: int) -> dict:
     return onnx
 
 
+def _constant(ctx, node, index: int) -> np.ndarray | None:
+    """Input `index` when it is a Constant, or a Convert of an f16 Constant (compressed weights: the f16
+    values, converted by _concat after the reordering)."""
+    value = ctx.const_value(node, index)
+    producer = node.input_value(index).get_node()
+    if value is None and producer.get_type_name() == "Convert":
+        value = ctx.const_value(producer, 0)
+        if value is not None and value.dtype != np.float16:
+            value = None
+    return value
+
+
 def _chunks(ctx, node, index: int, count: int, cell: bool) -> tuple[list, bool]:
     """Input `index` as [D, ...] split into `count` equal parts along axis 1: numpy arrays for a Constant
     (True), ONNX names otherwise (False). A cell's input [G*H, ...] gets the direction axis first."""
-    value = ctx.const_value(node, index)
+    value = _constant(ctx, node, index)
     if value is not None:
         value = value[None] if cell else value
         return np.split(value, count, axis=1), True
@@ -72,7 +84,8 @@ def _chunks(ctx, node, index: int, count: int, cell: bool) -> tuple[list, bool]:
 
 def _concat(ctx, parts: list, constant: bool, hint: str) -> str:
     if constant:
-        return ctx.const(np.ascontiguousarray(np.concatenate(parts, axis=1)), hint)
+        value = ctx.const(np.ascontiguousarray(np.concatenate(parts, axis=1)), hint)
+        return value if parts[0].dtype == np.float32 else ctx.emit("Cast", [value], to=TensorProto.FLOAT)
     if len(parts) == 1:
         return parts[0]
     return ctx.emit("Concat", parts, axis=1)
@@ -146,7 +159,8 @@ def _cell(ctx, node, kind: str, weights_format: str | None = None):
 
 
 _NOTES = ("batch-major OpenVINO tensors transposed to ONNX layout 0 around the node; weights' gates "
-          "reordered (LSTM fico -> iofc; GRU zrh as is), Constants at import, Split + Concat otherwise; "
+          "reordered (LSTM fico -> iofc; GRU zrh as is), Constants (and f16 ones behind a decompression "
+          "Convert: reordered in f16, then a Cast) at import, Split + Concat otherwise; "
           "OpenVINO's single bias is ONNX's Wb with Rb = 0 (GRU linear_before_reset: the 4th part is Rb_h); "
           "clip 0 = none; direction and activations (sigmoid, tanh, relu) as named")
 _REFUSES = (_FLOAT_ONLY, "activations_alpha/beta given: OpenVINO's three activations take none, ONNX "
