@@ -199,15 +199,34 @@ def test_cell_matches_openvino(case_id, kind, version, options):
         np.testing.assert_allclose(a, b, **ACCUMULATION, err_msg=f"{case_id} output {index}")
 
 
-def test_refuses_activation_parameters():
-    x = opset1.parameter([B, T, I], np.float32)
-    h = opset1.parameter([B, 1, H], np.float32)
+def test_activation_parameters_are_ignored():
+    """OpenVINO's sigmoid, tanh and relu ignore activations_alpha/beta (measured: same outputs with and
+    without); the import drops them."""
+    x = opset1.parameter([B, T, I], np.float32, name="x")
+    h = opset1.parameter([B, 1, H], np.float32, name="h")
     rng = np.random.default_rng(1)
     w, r, b = (opset1.constant(rng.standard_normal(s).astype(np.float32)) for s in ([1, H, I], [1, H, H], [1, H]))
-    node = opset5.rnn_sequence(x, h, opset1.constant(np.array([T] * B, np.int32)), w, r, b, H, "forward",
-                               activations=["tanh"], activations_alpha=[0.5], activations_beta=[0.1])
-    with pytest.raises(ConversionError, match="activations_alpha/beta"):
-        import_ir(ov.Model([node.output(0)], [x, h], "alpha"))
+    lengths = opset1.constant(np.array([T] * B, np.int32))
+    feeds = {"x": rng.standard_normal((B, T, I)).astype(np.float32),
+             "h": rng.standard_normal((B, 1, H)).astype(np.float32)}
+    outputs = []
+    for alpha, beta in (([], []), ([0.5], [0.1])):
+        node = opset5.rnn_sequence(x, h, lengths, w, r, b, H, "forward", activations=["relu"],
+                                   activations_alpha=alpha, activations_beta=beta)
+        model = ov.Model([node.output(0)], [x, h], "alpha")
+        got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)[0]
+        np.testing.assert_allclose(got, ov_run(model, feeds)[0], **ACCUMULATION)
+        outputs.append(got)
+    np.testing.assert_array_equal(*outputs)
+
+
+def test_refuses_f16_data():
+    x = opset1.parameter([B, T, I], np.float16, name="x")
+    h = opset1.parameter([B, 1, H], np.float16, name="h")
+    w, r, b = (opset1.constant(np.zeros(s, np.float16)) for s in ([1, H, I], [1, H, H], [1, H]))
+    node = opset5.rnn_sequence(x, h, opset1.constant(np.array([T] * B, np.int32)), w, r, b, H, "forward")
+    with pytest.raises(ConversionError, match="data other than f32"):
+        import_ir(ov.Model([node.output(0)], [x, h], "f16"))
 
 
 def _torch_model(torch, name):

@@ -35,9 +35,7 @@ def _attributes(ctx, node, kind: str, directions: int) -> dict:
     if ctx.elem(node, 0) != TensorProto.FLOAT:
         raise Unsupported(_FLOAT_ONLY)
     attributes = node.get_attributes()
-    if list(attributes.get("activations_alpha") or []) or list(attributes.get("activations_beta") or []):
-        raise Unsupported("activations_alpha/beta: sigmoid, tanh and relu take no parameters in OpenVINO, "
-                          "ONNX would read them as another activation's")
+    # activations_alpha/beta are dropped: OpenVINO's sigmoid, tanh and relu take no parameters (ignored)
     names = [str(a).lower() for a in attributes["activations"]]
     unknown = [a for a in names if a not in ACTIVATIONS]
     if unknown:
@@ -162,9 +160,9 @@ _NOTES = ("batch-major OpenVINO tensors transposed to ONNX layout 0 around the n
           "reordered (LSTM fico -> iofc; GRU zrh as is), Constants (and f16 ones behind a decompression "
           "Convert: reordered in f16, then a Cast) at import, Split + Concat otherwise; "
           "OpenVINO's single bias is ONNX's Wb with Rb = 0 (GRU linear_before_reset: the 4th part is Rb_h); "
-          "clip 0 = none; direction and activations (sigmoid, tanh, relu) as named")
-_REFUSES = (_FLOAT_ONLY, "activations_alpha/beta given: OpenVINO's three activations take none, ONNX "
-            "would apply them to another activation")
+          "clip 0 = none; direction and activations (sigmoid, tanh, relu) as named; activations_alpha/beta "
+          "dropped (those three ignore them)")
+_REFUSES = (_FLOAT_ONLY,)
 
 
 _LENGTHS = ("; seq_lengths cast to i32: past a length Y is 0 (the spec; OpenVINO's CPU plugin ignores "
