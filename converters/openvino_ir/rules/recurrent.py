@@ -169,46 +169,36 @@ _LENGTHS = ("; seq_lengths cast to i32: past a length Y is 0 (the spec; OpenVINO
             "seq_lengths on dynamic shapes with the default activations and no clip)")
 
 
-@rule("LSTMSequence", versions=(5,), onnx="LSTM (+ Transpose)", notes=_NOTES + _LENGTHS, refuses=_REFUSES)
-def lstm_sequence(ctx, node):
-    _sequence(ctx, node, "LSTM")
+_KIND = {"LSTMSequence": "LSTM", "GRUSequence": "GRU", "RNNSequence": "RNN",
+         "LSTMCell": "LSTM", "GRUCell": "GRU", "RNNCell": "RNN"}
 
 
-@rule("GRUSequence", versions=(5,), onnx="GRU (+ Transpose)", notes=_NOTES + _LENGTHS, refuses=_REFUSES)
-def gru_sequence(ctx, node):
-    _sequence(ctx, node, "GRU")
+@rule("LSTMSequence", "GRUSequence", "RNNSequence", versions=(5,), onnx="LSTM / GRU / RNN (+ Transpose)",
+      notes=_NOTES + _LENGTHS, refuses=_REFUSES)
+def sequence(ctx, node):
+    _sequence(ctx, node, _KIND[node.get_type_name()])
 
 
-@rule("RNNSequence", versions=(5,), onnx="RNN (+ Transpose)", notes=_NOTES + _LENGTHS, refuses=_REFUSES)
-def rnn_sequence(ctx, node):
-    _sequence(ctx, node, "RNN")
+_CELL = dict(onnx="LSTM / GRU / RNN (one step: Unsqueeze, Squeeze)", notes=_NOTES, refuses=_REFUSES)
 
 
-@rule("LSTMCell", versions=(4,), onnx="LSTM (one step: Unsqueeze, Squeeze)", notes=_NOTES, refuses=_REFUSES)
-def lstm_cell(ctx, node):
-    _cell(ctx, node, "LSTM")
+@rule("LSTMCell", versions=(4,), **_CELL)
+@rule("GRUCell", versions=(3,), **_CELL)
+@rule("RNNCell", versions=(1,), **_CELL)
+def cell(ctx, node):
+    _cell(ctx, node, _KIND[node.get_type_name()])
 
 
 @rule("LSTMCell", versions=(1,), onnx="LSTM (one step: Unsqueeze, Squeeze)",
       notes=_NOTES + "; LSTMCell-1's defaults (weights_format fico, input_forget false, no peepholes) only",
-      refuses=_REFUSES + ("weights_format other than fico, input_forget, peepholes (7th input): not "
-                          "verified against OpenVINO",))
+      refuses=_REFUSES + ("weights_format other than fico, input_forget, peepholes (7th input): OpenVINO's "
+                          "Python API cannot build them, so nothing checks them",))
 def lstm_cell_1(ctx, node):
     attributes = node.get_attributes()
     if str(attributes.get("weights_format", "fico")).lower() != "fico" or attributes.get("input_forget"):
-        raise Unsupported("weights_format other than fico or input_forget=true: not verified against OpenVINO")
+        raise Unsupported("weights_format other than fico or input_forget=true: not checked against OpenVINO")
     if node.get_input_size() > 6:
         peepholes = ctx.const_value(node, 6)
         if peepholes is None or peepholes.any():
-            raise Unsupported("peepholes (input 6) other than a Constant 0: not verified against OpenVINO")
+            raise Unsupported("peepholes (input 6) other than a Constant 0: not checked against OpenVINO")
     _cell(ctx, node, "LSTM")
-
-
-@rule("GRUCell", versions=(3,), onnx="GRU (one step: Unsqueeze, Squeeze)", notes=_NOTES, refuses=_REFUSES)
-def gru_cell(ctx, node):
-    _cell(ctx, node, "GRU")
-
-
-@rule("RNNCell", versions=(1,), onnx="RNN (one step: Unsqueeze, Squeeze)", notes=_NOTES, refuses=_REFUSES)
-def rnn_cell(ctx, node):
-    _cell(ctx, node, "RNN")

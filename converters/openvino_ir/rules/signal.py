@@ -23,6 +23,7 @@ from onnx import TensorProto
 
 from .._registry import Unsupported, rule
 
+
 def _i64(ctx, values, hint: str) -> str:
     return ctx.const(np.array(values, np.int64), hint)
 
@@ -135,15 +136,10 @@ _REFUSES = ("axes not a Constant: ONNX DFT-17 takes the axis as an attribute",
             "dynamic rank")
 
 
-@rule("DFT", versions=(7,), onnx="DFT (per axis) (+ Slice/Pad for signal_size)", notes=_NOTES, refuses=_REFUSES)
+@rule("DFT", "IDFT", versions=(7,), onnx="DFT (inverse=1 for IDFT) per axis (+ Slice/Pad for signal_size)",
+      notes=_NOTES + "; both divide the inverse by N per axis", refuses=_REFUSES)
 def dft(ctx, node):
-    _complex(ctx, node, inverse=False)
-
-
-@rule("IDFT", versions=(7,), onnx="DFT inverse=1 (per axis) (+ Slice/Pad for signal_size)",
-      notes=_NOTES + "; both divide by N per axis", refuses=_REFUSES)
-def idft(ctx, node):
-    _complex(ctx, node, inverse=True)
+    _complex(ctx, node, inverse=node.get_type_name() == "IDFT")
 
 
 @rule("RDFT", versions=(9,), onnx="Unsqueeze, Pad (zero imaginary part), DFT on the last axis, Slice of its "
