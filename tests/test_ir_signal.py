@@ -239,6 +239,37 @@ def test_istft_matches_openvino(shape, window, frame, step, center, normalized, 
     assert_fft_close(_run(model, x), ov_run(model, {"x": x})[0], "istft")
 
 
+@st.composite
+def random_frames(draw):
+    frame = draw(st.integers(2, 12))
+    window = draw(st.integers(1, frame))
+    step = draw(st.integers(1, frame + 2))
+    batch = draw(st.sampled_from([None, 1, 3]))
+    options = {"center": draw(st.booleans()), "normalized": draw(st.booleans()), "transpose": draw(st.booleans()),
+               "length": draw(st.sampled_from([None, 1, 17, 40])), "frames": draw(st.integers(1, 6))}
+    return frame, window, step, batch, options, draw(st.integers(0, 2**16))
+
+
+@settings(max_examples=25, derandomize=True, deadline=None)
+@given(random_frames())
+def test_random_stft_istft_match_openvino(case):
+    """STFT of a random signal and ISTFT of a random spectrum (sizes, windows, steps, transpose_frames,
+    center, normalized, signal_length drawn)."""
+    frame, window, step, batch, options, seed = case
+    rng = np.random.default_rng(seed)
+    w = opset1.constant((rng.random(window) + 0.05).astype(np.float32))
+    signal = rng.standard_normal(((batch,) if batch else ()) + (frame + step * (options["frames"] - 1),))
+    x = signal.astype(np.float32)
+    stft = _model(lambda p: opset15.stft(p, w, _i64(frame), _i64(step), options["transpose"]), x, True)
+    assert_fft_close(_run(stft, x), ov_run(stft, {"x": x})[0], f"stft {case}")
+    spectrum = rng.standard_normal(((batch,) if batch else ()) + (frame // 2 + 1, options["frames"], 2))
+    spectrum = spectrum.astype(np.float32)
+    extra = [] if options["length"] is None else [_i64(options["length"])]
+    istft = _model(lambda p: opset16.istft(p, w, _i64(frame), _i64(step), options["center"], options["normalized"],
+                                           *extra), spectrum, True)
+    assert_fft_close(_run(istft, spectrum), ov_run(istft, {"x": spectrum})[0], f"istft {case}")
+
+
 def test_refusals_say_why():
     def refused(outputs, parameters, reason):
         with pytest.raises(ConversionError, match="unsupported configuration") as error:
