@@ -31,7 +31,7 @@ from hypothesis import strategies as st  # noqa: E402
 from tests.helpers.ir_cases import ACCUMULATION, ov_run  # noqa: E402
 
 pytestmark = pytest.mark.openvino
-B, T, I, H = 3, 4, 2, 3
+B, T, IN, H = 3, 4, 2, 3
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 
 
@@ -40,14 +40,14 @@ def _param(name, shape, static, element=np.float32):
 
 
 def sequence_model(kind, direction, lengths, *, static, activations=None, clip=0.0, lbr=False,
-                   computed_weights=False, compressed=False, seed=0, sizes=(T, I, H)):
+                   computed_weights=False, compressed=False, seed=0, sizes=(T, IN, H)):
     """(OpenVINO model, feeds) of one XSequence-5 with tiny sizes (T, I, H; B = len(lengths)); weights drawn
     from `seed`."""
     rng = np.random.default_rng(seed)
-    B, T, I, H = len(lengths), *sizes  # noqa: N806
+    B, T, IN, H = len(lengths), *sizes  # noqa: N806 (this model's sizes)
     d, g = (2 if direction == "bidirectional" else 1), GATES[kind]
-    arrays = {"x": rng.standard_normal((B, T, I)), "h": rng.standard_normal((B, d, H)),
-              "c": rng.standard_normal((B, d, H)), "w": rng.standard_normal((d, g * H, I)),
+    arrays = {"x": rng.standard_normal((B, T, IN)), "h": rng.standard_normal((B, d, H)),
+              "c": rng.standard_normal((B, d, H)), "w": rng.standard_normal((d, g * H, IN)),
               "r": rng.standard_normal((d, g * H, H)), "b": rng.standard_normal((d, (g + lbr) * H))}
     arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
     arrays["sl"] = np.array(lengths, np.int64)
@@ -157,8 +157,8 @@ def test_cpu_dynamic_short_lengths_deviation():
 def cell_model(kind, version, *, activations=None, clip=0.0, lbr=False, computed_weights=False, seed=0):
     rng = np.random.default_rng(seed)
     g = GATES[kind]
-    arrays = {"x": rng.standard_normal((B, I)), "h": rng.standard_normal((B, H)), "c": rng.standard_normal((B, H)),
-              "w": rng.standard_normal((g * H, I)), "r": rng.standard_normal((g * H, H)),
+    arrays = {"x": rng.standard_normal((B, IN)), "h": rng.standard_normal((B, H)), "c": rng.standard_normal((B, H)),
+              "w": rng.standard_normal((g * H, IN)), "r": rng.standard_normal((g * H, H)),
               "b": rng.standard_normal(((g + lbr) * H,))}
     arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
     if kind != "lstm":
@@ -202,12 +202,12 @@ def test_cell_matches_openvino(case_id, kind, version, options):
 def test_activation_parameters_are_ignored():
     """OpenVINO's sigmoid, tanh and relu ignore activations_alpha/beta (measured: same outputs with and
     without); the import drops them."""
-    x = opset1.parameter([B, T, I], np.float32, name="x")
+    x = opset1.parameter([B, T, IN], np.float32, name="x")
     h = opset1.parameter([B, 1, H], np.float32, name="h")
     rng = np.random.default_rng(1)
-    w, r, b = (opset1.constant(rng.standard_normal(s).astype(np.float32)) for s in ([1, H, I], [1, H, H], [1, H]))
+    w, r, b = (opset1.constant(rng.standard_normal(s).astype(np.float32)) for s in ([1, H, IN], [1, H, H], [1, H]))
     lengths = opset1.constant(np.array([T] * B, np.int32))
-    feeds = {"x": rng.standard_normal((B, T, I)).astype(np.float32),
+    feeds = {"x": rng.standard_normal((B, T, IN)).astype(np.float32),
              "h": rng.standard_normal((B, 1, H)).astype(np.float32)}
     outputs = []
     for alpha, beta in (([], []), ([0.5], [0.1])):
@@ -221,9 +221,9 @@ def test_activation_parameters_are_ignored():
 
 
 def test_refuses_f16_data():
-    x = opset1.parameter([B, T, I], np.float16, name="x")
+    x = opset1.parameter([B, T, IN], np.float16, name="x")
     h = opset1.parameter([B, 1, H], np.float16, name="h")
-    w, r, b = (opset1.constant(np.zeros(s, np.float16)) for s in ([1, H, I], [1, H, H], [1, H]))
+    w, r, b = (opset1.constant(np.zeros(s, np.float16)) for s in ([1, H, IN], [1, H, H], [1, H]))
     node = opset5.rnn_sequence(x, h, opset1.constant(np.array([T] * B, np.int32)), w, r, b, H, "forward")
     with pytest.raises(ConversionError, match="data other than f32"):
         import_ir(ov.Model([node.output(0)], [x, h], "f16"))
