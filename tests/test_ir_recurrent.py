@@ -41,7 +41,7 @@ def _param(name, shape, static, element=np.float32):
 
 def sequence_model(kind, direction, lengths, *, static, activations=None, clip=0.0, lbr=False,
                    computed_weights=False, compressed=False, seed=0, sizes=(T, IN, H)):
-    """(OpenVINO model, feeds) of one XSequence-5 with tiny sizes (T, I, H; B = len(lengths)); weights drawn
+    """(OpenVINO model, feeds) of one XSequence-5 with tiny sizes (T, IN, H; B = len(lengths)); weights drawn
     from `seed`."""
     rng = np.random.default_rng(seed)
     B, T, IN, H = len(lengths), *sizes  # noqa: N806 (this model's sizes)
