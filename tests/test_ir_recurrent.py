@@ -146,12 +146,20 @@ def test_random_sequences_match_openvino(case):
 
 
 def test_cpu_dynamic_short_lengths_deviation():
-    """The CPU plugin's default LSTM path on dynamic shapes runs every step whatever seq_lengths says (Y is
-    not zero past a length); the import follows the spec. When OpenVINO fixes this, the cases above can
-    compare dynamic models directly."""
-    model, feeds = sequence_model("lstm", "forward", (2, 4, 1), static=False)
+    """The CPU plugin's default LSTM path on dynamic shapes (measured on x86 AVX2, OpenVINO 2026.4) runs
+    every step whatever seq_lengths says: its outputs are those of full lengths. Accepted outcomes: that, or
+    the spec's (the static-shape compile, which the import matches); nothing else."""
+    lengths = (2, 4, 1)
+    model, feeds = sequence_model("lstm", "forward", lengths, static=False)
     cpu = ov_run(model, feeds)
-    assert cpu[0][0, :, 2:].any(), "the CPU plugin now honours seq_lengths on dynamic shapes: simplify the tests"
+    spec = ov_run(sequence_model("lstm", "forward", lengths, static=True)[0], feeds)
+    every_step = ov_run(model, {**feeds, "sl": np.full(len(lengths), T, np.int64)})
+
+    def close(a, b):
+        return all(np.allclose(x, y, **ACCUMULATION) for x, y in zip(a, b))
+    assert close(cpu, spec) or close(cpu, every_step)
+    got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)
+    assert close(got, spec) and not close(got, every_step)
 
 
 def cell_model(kind, version, *, activations=None, clip=0.0, lbr=False, computed_weights=False, seed=0):
