@@ -237,6 +237,19 @@ def test_refuses_f16_data():
         import_ir(ov.Model([node.output(0)], [x, h], "f16"))
 
 
+@pytest.mark.parametrize("old, new", [('weights_format="fico"', 'weights_format="icof"'),
+                                      ('input_forget="false"', 'input_forget="true"')])
+def test_lstm_cell_1_legacy_attributes_refused(tmp_path, old, new):
+    """LSTMCell-1 weights_format / input_forget (only an IR can carry them): the CPU plugin ignores them."""
+    model, _ = cell_model("lstm", 1)
+    ov.save_model(model, str(tmp_path / "cell.xml"), compress_to_fp16=False)
+    xml = tmp_path / "cell.xml"
+    assert old in xml.read_text()
+    xml.write_text(xml.read_text().replace(old, new))
+    with pytest.raises(ConversionError, match="CPU plugin ignores"):
+        import_ir(xml)
+
+
 def _torch_model(torch, name):
     """(module, example input): nn.LSTM / nn.GRU (2 layers, bidirectional, batch_first) or a small conv +
     BiLSTM CRNN head."""
