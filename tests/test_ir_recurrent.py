@@ -250,6 +250,30 @@ def test_lstm_cell_1_legacy_attributes_refused(tmp_path, old, new):
         import_ir(xml)
 
 
+def test_lstm_cell_1_peepholes():
+    """LSTMCell-1's 7th input (peepholes): zeros are imported (the result is OpenVINO's), others refused
+    (the CPU plugin ignores them)."""
+    from openvino._pyopenvino import NodeFactory
+    rng = np.random.default_rng(2)
+    x, h, c = (opset1.parameter([B, n], np.float32, name=k) for k, n in (("x", IN), ("h", H), ("c", H)))
+    feeds = {k: rng.standard_normal((B, n)).astype(np.float32) for k, n in (("x", IN), ("h", H), ("c", H))}
+    weights = [rng.standard_normal(s).astype(np.float32) for s in ((4 * H, IN), (4 * H, H), (4 * H,))]
+    attributes = {"hidden_size": H, "activations": ["sigmoid", "tanh", "tanh"], "activations_alpha": [],
+                  "activations_beta": [], "clip": 0.0, "input_forget": False, "weights_format": "fico"}
+    for peepholes in (np.zeros(3 * H, np.float32), np.ones(3 * H, np.float32)):
+        inputs = [x.output(0), h.output(0), c.output(0)] + [opset1.constant(v).output(0)
+                                                             for v in weights + [peepholes]]
+        node = NodeFactory("opset1").create("LSTMCell", inputs, attributes)
+        model = ov.Model(list(node.outputs()), [x, h, c], "peepholes")
+        if peepholes.any():
+            with pytest.raises(ConversionError, match="CPU plugin ignores"):
+                import_ir(model)
+        else:
+            got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)
+            for a, b in zip(got, ov_run(model, feeds)):
+                np.testing.assert_allclose(a, b, **ACCUMULATION)
+
+
 def _torch_model(torch, name):
     """(module, example input): nn.LSTM / nn.GRU (2 layers, bidirectional, batch_first) or a small conv +
     BiLSTM CRNN head."""

@@ -191,10 +191,10 @@ def cell(ctx, node):
 
 @rule("LSTMCell", versions=(1,), onnx="LSTM (one step: Unsqueeze, Squeeze)",
       notes=_NOTES + "; LSTMCell-1's defaults (weights_format fico, input_forget false, no peepholes) only",
-      refuses=_REFUSES + ("weights_format other than fico, input_forget=true: OpenVINO's CPU plugin ignores "
-                          "them (measured: the outputs of fico, input_forget=false), so the spec's meaning has "
-                          "no runtime to check against",
-                          "peepholes (7th input) other than a Constant 0: not checked against OpenVINO",))
+      refuses=_REFUSES + ("weights_format other than fico, input_forget=true, peepholes (7th input) other than "
+                          "a Constant 0: OpenVINO's CPU plugin ignores them (measured: the outputs of fico, "
+                          "input_forget=false, no peepholes), so the spec's meaning has no runtime to check "
+                          "against",))
 def lstm_cell_1(ctx, node):
     attributes = node.get_attributes()
     if str(attributes.get("weights_format", "fico")).lower() != "fico" or attributes.get("input_forget"):
@@ -203,5 +203,6 @@ def lstm_cell_1(ctx, node):
     if node.get_input_size() > 6:
         peepholes = ctx.const_value(node, 6)
         if peepholes is None or peepholes.any():
-            raise Unsupported("peepholes (input 6) other than a Constant 0: not checked against OpenVINO")
+            raise Unsupported("peepholes (input 6) other than a Constant 0: OpenVINO's CPU plugin ignores them, "
+                              "so the spec's meaning has no runtime to check against")
     _cell(ctx, node, "LSTM")
