@@ -13,12 +13,12 @@ import pytest
 
 ov = pytest.importorskip("openvino")
 
-from openvino import opset1, opset2, opset3, opset9, opset10, opset15, opset16  # noqa: E402
+from openvino import opset1, opset2, opset3, opset9, opset10, opset14, opset15, opset16  # noqa: E402
 
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
 from onnx_bridge.errors import ConversionError  # noqa: E402
-from tests.helpers.ir_cases import ACCUMULATION, C, Case, P, assert_same, build, ov_run  # noqa: E402
+from tests.helpers.ir_cases import ACCUMULATION, LIBM, C, Case, P, assert_same, build, ov_run  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 
@@ -196,7 +196,54 @@ def grid_sample_cases():
     return cases
 
 
-CASES = one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
+def grid_sample_tie_cases():
+    """Grid points exactly between pixels (nearest: rounding ties) and on the borders."""
+    cases = []
+    for mode, padding, align in itertools.product(("nearest", "bilinear", "bicubic"), ("zeros", "border", "reflection"),
+                                                  (False, True)):
+        steps = np.linspace(-1.25, 1.25, 11, dtype=np.float32)  # multiples of 1/8 (pixel halves and edges)
+        grid = np.stack(np.meshgrid(steps, steps[::2]), -1)[None].astype(np.float32)
+        data = np.arange(20, dtype=np.float32).reshape(1, 1, 4, 5)
+        attrs = {"mode": mode, "padding_mode": padding, "align_corners": align}
+        cases.append(Case(f"gridsample-ties-{mode}-{padding}-align{align}", lambda p, a=attrs: [
+            opset9.grid_sample(p["x"], p["g"], a)], {"x": data, "g": grid}, ACCUMULATION))
+    return cases
+
+
+# -- Identity, ConvertPromoteTypes ---------------------------------------------------------------------------
+def misc_cases():
+    cases = [Case("identity", lambda p: [opset16.identity(p["x"])], {"x": np.arange(6, dtype=np.int32).reshape(2, 3)})]
+    for a, b, unsafe, scalar in ((np.int32, np.float32, True, False), (np.uint8, np.int8, True, False),
+                                 (np.int8, np.float64, False, False), (np.int64, np.float16, True, False), (np.float32, np.float32, False, False),
+                                 (np.uint64, np.int64, True, False), (np.int32, np.float64, False, True)):
+        tag = f"convert-promote-{np.dtype(a).name}-{np.dtype(b).name}{'-unsafe' * unsafe}{'-scalar' * scalar}"
+        feeds = {"a": np.array([[1, 2, 3]], a), "b": (np.array(7, b) if scalar else np.array([[4], [5]], b))}
+        cases.append(Case(tag, lambda p, u=unsafe, sc=scalar: list(opset14.convert_promote_types(
+            p["a"], p["b"], u, sc).outputs()), feeds))
+    return cases
+
+
+# -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
+def yolo_cases():
+    cases = []
+    for coords, classes, num, softmax, mask, axis, end_axis in (
+            (4, 3, 2, False, [0, 1], 1, 3), (4, 2, 3, False, [1], 1, 3), (4, 3, 2, True, [], 1, 3),
+            (4, 2, 3, True, [0], 2, 3), (4, 3, 2, True, [], 0, 2), (6, 2, 2, False, [0, 1], 1, 3),
+            (4, 1, 1, True, [], 1, 1)):
+        regions = num if softmax else len(mask)
+        tag = f"region-yolo-c{coords}-k{classes}-n{num}-softmax{softmax}-m{mask}-a{axis}..{end_axis}"
+        x = (rng(tag).standard_normal((2, regions * (coords + 1 + classes), 3, 4)) * 3).astype(np.float32)
+        cases.append(Case(tag, lambda p, a=(coords, classes, num, softmax, mask, axis, end_axis): [
+            opset1.region_yolo(p["x"], *a)], {"x": x}, LIBM))
+    for stride, shape in ((2, (1, 8, 4, 6)), (3, (2, 9, 6, 3)), (1, (1, 2, 3, 3))):
+        tag = f"reorg-yolo-s{stride}"
+        cases.append(Case(tag, lambda p, s=stride: [opset2.reorg_yolo(p["x"], [s])],
+                          {"x": rng(tag).standard_normal(shape).astype(np.float32)}))
+    return cases
+
+
+CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
+         + grid_sample_tie_cases() + misc_cases() + yolo_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -206,3 +253,51 @@ def test_import_matches_openvino(case):
     want = (ov_run(build(case, constants=True), {}) if case.against == "reference"
             else ov_run(build(case), case.feeds))
     assert_same(got, want, case.tolerance, "onnxruntime vs OpenVINO")
+
+
+# -- whole YOLO heads --------------------------------------------------------------------------------------------
+def _weights(r, *shape):
+    return C((r.standard_normal(shape) * 0.3).astype(np.float32))
+
+
+def _conv(r, x, out, inp, k):
+    pad = [k // 2, k // 2]
+    return opset1.convolution(x, _weights(r, out, inp, k, k), [1, 1], pad, pad, [1, 1])
+
+
+def _yolov3_head(p):
+    """Two detection scales as YOLOv3 IRs carry them: conv features -> 1x1 conv -> RegionYolo(mask), no softmax."""
+    r = np.random.default_rng(3)
+    anchors = [10.0, 13, 16, 30, 33, 23, 30, 61, 62, 45, 59, 119]
+    features = opset1.relu(_conv(r, p["image"], 8, 3, 3))
+    small = opset1.max_pool(features, [2, 2], [0, 0], [0, 0], [2, 2])
+    heads = []
+    for feature, mask in ((features, [0, 1, 2]), (small, [3, 4, 5])):
+        logits = _conv(r, feature, len(mask) * (4 + 1 + 3), 8, 1)
+        heads.append(opset1.region_yolo(logits, 4, 3, 6, False, mask, 1, 3, anchors))
+    return heads
+
+
+def _yolov2_head(p):
+    """YOLOv2's passthrough: ReorgYolo of a fine feature concatenated with the coarse one, RegionYolo softmax."""
+    r = np.random.default_rng(2)
+    fine = opset1.relu(_conv(r, p["image"], 4, 3, 3))
+    coarse = opset1.relu(_conv(r, opset1.max_pool(fine, [2, 2], [0, 0], [0, 0], [2, 2]), 8, 4, 3))
+    passthrough = opset2.reorg_yolo(fine, [2])
+    joined = opset1.concat([passthrough, coarse], 1)
+    logits = _conv(r, joined, 5 * (4 + 1 + 2), 16 + 8, 1)
+    return [opset1.region_yolo(logits, 4, 2, 5, True, [], 1, 3, [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5])]
+
+
+@pytest.mark.parametrize("head", [_yolov3_head, _yolov2_head], ids=["yolov3", "yolov2"])
+def test_yolo_head_whole_model(head):
+    """A YOLO head IR imports whole (standard ONNX only), matches OpenVINO CPU, and goes back to OpenVINO."""
+    from converters.openvino_ir import to_openvino
+    image = rng(head.__name__).standard_normal((2, 3, 8, 12)).astype(np.float32)
+    case = Case(head.__name__, head, {"image": image}, LIBM)
+    imported = import_ir(build(case))
+    assert {node.domain for node in imported.graph.node} == {""}
+    assert {"RegionYolo", "ReorgYolo"}.isdisjoint(node.op_type for node in imported.graph.node)
+    want = ov_run(build(case), case.feeds)
+    assert_same(onnx_bridge.InferenceSession(imported).run(None, case.feeds), want, LIBM, "onnxruntime vs OpenVINO")
+    assert_same(ov_run(to_openvino(imported), case.feeds), want, LIBM, "back in OpenVINO")
