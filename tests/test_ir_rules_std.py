@@ -13,7 +13,7 @@ import pytest
 
 ov = pytest.importorskip("openvino")
 
-from openvino import opset1, opset2, opset3, opset9, opset10, opset14, opset15, opset16  # noqa: E402
+from openvino import opset1, opset2, opset3, opset9, opset10, opset11, opset14, opset15, opset16  # noqa: E402
 
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
@@ -223,6 +223,25 @@ def misc_cases():
     return cases
 
 
+# -- configurations refused before: TopK sort=none, ScatterNDUpdate sub, Squeeze allow_axis_skip, ... -------------
+def topk_none_cases(ties: bool = False):
+    """sort=none is imported as the value order: OpenVINO's CPU plugin gives it."""
+    cases = []
+    geometries = (((3, 9), 1, 4, False), ((2, 5, 3), 1, 3, False)) if ties else (
+        ((3, 8), 1, 3, True), ((2, 6, 4), 1, 6, True), ((4, 40), -1, 7, True))
+    for version, mode, static, (shape, axis, k, distinct) in itertools.product(
+            (1, 3, 11), ("max", "min"), (True, False), geometries):
+        tag = f"topk-{version}-none-{mode}-{shape}-k{k}{'-ties' * (not distinct)}{'-static' * static}"
+        r = rng(tag)
+        x = (r.permutation(int(np.prod(shape))) if distinct else r.integers(0, 3, int(np.prod(shape))))
+        module = {1: opset1, 3: opset3, 11: opset11}[version]
+        extra = (False,) if version == 11 else ()
+        cases.append(Case(tag, lambda p, m=module, a=(axis, mode, k), e=extra: list(m.topk(
+            p["x"], C(np.int64(a[2])), a[0], a[1], "none", "i32", *e).outputs()),
+            {"x": x.reshape(shape).astype(np.float32)}, static=static))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -243,7 +262,7 @@ def yolo_cases():
 
 
 CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
-         + grid_sample_tie_cases() + misc_cases() + yolo_cases())
+         + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -253,6 +272,19 @@ def test_import_matches_openvino(case):
     want = (ov_run(build(case, constants=True), {}) if case.against == "reference"
             else ov_run(build(case), case.feeds))
     assert_same(got, want, case.tolerance, "onnxruntime vs OpenVINO")
+
+
+@pytest.mark.parametrize("case", topk_none_cases(ties=True), ids=lambda c: c.id)
+def test_topk_sort_none_with_ties(case):
+    """Among equal values OpenVINO's CPU plugin picks some index (the spec leaves it open); the import picks the
+    lowest. The values are OpenVINO's, and every index points at its value."""
+    got_values, got_indices = onnx_bridge.InferenceSession(import_ir(build(case))).run(None, case.feeds)
+    want_values, want_indices = ov_run(build(case), case.feeds)
+    assert_same([got_values], [want_values], {}, "values")
+    assert got_indices.dtype == want_indices.dtype and got_indices.shape == want_indices.shape
+    axis = 1
+    np.testing.assert_array_equal(np.take_along_axis(case.feeds["x"], got_indices.astype(np.int64), axis), got_values)
+    assert (np.diff(np.sort(got_indices, axis), axis=axis) > 0).all()  # distinct indices
 
 
 # -- whole YOLO heads --------------------------------------------------------------------------------------------

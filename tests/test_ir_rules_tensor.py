@@ -456,7 +456,6 @@ REFUSALS = [
     ("interpolate-1-area", _interpolate_1("area", [9, 13]), {"x": [1, 2, 5, 7]}, "mode='area'"),
     ("interpolate-linear-integer", _interpolate("linear_onnx", "sizes", [9, 13]), {"x": ([1, 2, 5, 7], "u8")},
      "on integer data"),
-    ("topk-sort-none", _topk(3, "max", "none"), {"x": [3, 4]}, "sort='none'"),
     ("roi-align-max", _roi_align(9, 2, 1.0, "asymmetric", "max"),
      {"x": [1, 3, 8, 8], "r": [2, 4], "b": ([2], "i32")}, "mode='max'"),
     *[(f"roi-align-{aligned}", _roi_align(9, 2, 1.0, aligned), {"x": [1, 3, 8, 8], "r": [2, 4], "b": ([2], "i32")},
