@@ -242,6 +242,65 @@ def topk_none_cases(ties: bool = False):
     return cases
 
 
+#: x[:, 1, None] (a shrink, then a new axis): OpenVINO's CPU plugin returns other memory (values that are not in x,
+#: even 9e32), static or dynamic dims (observed on 2026.4); its reference gives x[:, 1, None].
+CPU_STRIDED_SLICE_WRONG = {5}
+
+
+def strided_slice_cases():
+    """(begin, end, stride, begin_mask, end_mask, new_axis_mask, shrink_axis_mask, ellipsis_mask) on [2, 3, 4, 5]."""
+    specs = [
+        ([0, 1], [0, 3], [1, 1], [], [], [1, 0], [], []),                          # x[None, 1:3]
+        ([0, 0, 1], [0, 0, 3], [1, 1, 1], [], [], [], [], [0, 1, 0]),               # x[0:0?, ..., 1:3]
+        ([0, 1], [0, 3], [1, 1], [], [], [], [], [1, 0]),                           # x[..., 1:3]
+        ([1, 0, 0], [2, 0, 0], [1, 1, 1], [], [], [0, 0, 1], [1, 0, 0], [0, 1, 0]),  # x[1, ..., None]
+        ([0, 2, 0, 1], [0, 0, 0, 4], [1, -1, 1, 2], [0, 1], [0, 1], [1, 0, 1], [], []),  # x[None, ::-1, None, 1:4:2]
+        ([0, 1, 0], [0, 2, 0], [1, 1, 1], [1], [1], [0, 0, 1], [0, 1], []),          # x[:, 1, None]
+        ([-1, 0, 0], [0, 0, 0], [1, 1, 1], [0, 1], [0, 1], [0, 1, 0], [1], []),       # x[-1, None]
+        ([0, 0], [0, 0], [1, 1], [], [], [0, 0], [], [1, 0]),                        # x[...]: all of it
+        ([0], [1], [1], [], [], [1], [], []),                                         # x[None]
+        ([0, 0, 3], [0, 0, 1], [1, 1, -1], [], [], [], [], [0, 1, 0]),               # first spec consumes dim 0
+    ]
+    x = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5)
+    cases = []
+    for k, (b, e, st, *masks) in enumerate(specs):
+        masks = [(m + [0] * len(b))[:len(b)] for m in masks]  # OpenVINO wants every mask as long as begin
+        cases.append(Case(f"strided-slice-masks-{k}", lambda p, a=(b, e, st, *masks): [
+            opset1.strided_slice(p["x"], C(np.array(a[0], np.int64)), C(np.array(a[1], np.int64)),
+                                 C(np.array(a[2], np.int64)), *a[3:])], {"x": x},
+            against="reference" if k in CPU_STRIDED_SLICE_WRONG else "cpu"))
+    return cases
+
+
+def squeeze_skip_cases():
+    """Dynamic dims: the CPU plugin refuses Squeeze-15 allow_axis_skip (its output rank is dynamic), so those
+    cases compare with OpenVINO's reference (constant-folded) while the import sees the dynamic model."""
+    cases = []
+    for axes, shape, static in (([0, 2], (1, 3, 1, 2), False), ([1, 2], (1, 3, 1, 2), False),
+                                ([-1, 1], (2, 1, 3), True), ([1], (2, 4), False), ([0, 1], (1, 1), True),
+                                ([0, 3], (1, 0, 2, 1), False)):
+        cases.append(Case(f"squeeze-15-skip-{axes}-{shape}{'-static' * static}", lambda p, a=axes: [
+            opset15.squeeze(p["x"], C(np.array(a, np.int64)), True)],
+            {"x": np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)}, static=static,
+            against="cpu" if static else "reference"))
+    return cases
+
+
+def scatter_nd_sub_cases():
+    cases = []
+    for dtype in (np.float32, np.int32, np.uint8, np.int64):
+        tag = f"scatter-nd-15-sub-{np.dtype(dtype).name}"
+        r = rng(tag)
+        data = r.integers(0, 100, (5, 3)).astype(dtype)
+        updates = r.integers(0, 100, (4, 3)).astype(dtype)
+        if dtype == np.float32:
+            data, updates = data / 7, updates / 3
+        cases.append(Case(tag, lambda p: [opset15.scatter_nd_update(p["x"], C(np.array([[1], [3], [1], [0]])),
+                                                                    p["u"], "sub")],
+                          {"x": data.astype(dtype), "u": updates.astype(dtype)}))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -262,7 +321,8 @@ def yolo_cases():
 
 
 CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
-         + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases())
+         + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
+         + squeeze_skip_cases() + scatter_nd_sub_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
