@@ -301,6 +301,24 @@ def scatter_nd_sub_cases():
     return cases
 
 
+def avg_pool_dilated_cases():
+    """AvgPool-16 with dilations over pads, rounding and exclude-pad (static spatial dims)."""
+    cases = []
+    for (kernel, strides, dilations, begin, end, pad), rounding, exclude in itertools.product(
+            (([2, 2], [1, 1], [2, 2], [0, 0], [0, 0], "explicit"), ([3, 2], [2, 1], [2, 3], [1, 1], [2, 0], "explicit"),
+             ([2, 3], [2, 2], [3, 1], [1, 0], [0, 1], "explicit"), ([3, 3], [1, 2], [2, 2], [0, 0], [0, 0], "same_upper"),
+             ([2, 2], [2, 2], [2, 2], [0, 0], [0, 0], "same_lower"), ([2, 2], [3, 3], [2, 1], [0, 0], [0, 0], "valid")),
+            ("floor", "ceil", "ceil_torch"), (True, False)):
+        tag = f"avgpool16-dilated-k{kernel}-s{strides}-d{dilations}-{pad}{begin}{end}-{rounding}-exclude{exclude}"
+        x = rng(tag).standard_normal((2, 3, 9, 10)).astype(np.float32)
+        cases.append(Case(tag, lambda p, a=(strides, begin, end, kernel, exclude, rounding, pad, dilations): [
+            opset16.avg_pool(p["x"], *a)], {"x": x}, ACCUMULATION, static=True))
+    cases.append(Case("avgpool16-dilated-f16", lambda p: [opset16.avg_pool(
+        p["x"], [1, 1], [1, 1], [1, 1], [2, 2], True, "floor", "explicit", [2, 2])],
+        {"x": rng("f16").standard_normal((1, 2, 6, 7)).astype(np.float16)}, dict(rtol=1e-3, atol=1e-3), static=True))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -322,7 +340,7 @@ def yolo_cases():
 
 CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
          + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
-         + squeeze_skip_cases() + scatter_nd_sub_cases())
+         + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

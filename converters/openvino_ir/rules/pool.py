@@ -122,15 +122,14 @@ def max_pool(ctx, node):
             "the divisor is the whole kernel, also for a ceil window running past the padding (OpenVINO's "
             "behaviour; ONNX's extended end pad counts the same), except with no padding at all, where "
             "OpenVINO divides by what the window covers (count_include_pad=0); f16 is averaged in f32",
-      refuses=_POOL_REFUSES + ("AvgPool-16 with dilations: ONNX AveragePool has them from opset 19",
+      refuses=_POOL_REFUSES + ("AvgPool-16 with dilations on dynamic spatial dims: the dilated windows are a "
+                               "convolution whose divisors are computed at import",
                                "exclude-pad=false, ceil rounding, strides > 1 and dynamic spatial dims: "
                                "onnxruntime divides a window past the end pad by what it covers"))
 def avg_pool(ctx, node):
     require_type(ctx, node, FLOATS, "AveragePool")
     attributes = node.get_attributes()
     w = window(attributes, list(attributes["kernel"]))
-    if any(d != 1 for d in w.dilations):
-        raise Unsupported("dilations (ONNX AveragePool has them only from opset 19)")
     exclude = bool(attributes.get("exclude-pad", attributes.get("exclude_pad", False)))
     rounding = str(attributes.get("rounding_type", "floor")).lower()
     if w.auto_pad == "valid" or (w.auto_pad == "explicit" and not any(w.pads_begin + w.pads_end)):
@@ -141,11 +140,52 @@ def avg_pool(ctx, node):
     code = ctx.elem(node, 0)
     if code == TensorProto.FLOAT16:
         x = ctx.emit("Cast", [x], to=TensorProto.FLOAT)
-    pooled = ctx.emit("AveragePool", [x], kernel_shape=w.kernel, strides=w.strides,
-                      count_include_pad=0 if exclude else 1, **_pads(node, w, rounding, not exclude))
+    if any(d != 1 for d in w.dilations):
+        pooled = _dilated_average(ctx, node, x, w, rounding, exclude)
+    else:
+        pooled = ctx.emit("AveragePool", [x], kernel_shape=w.kernel, strides=w.strides,
+                          count_include_pad=0 if exclude else 1, **_pads(node, w, rounding, not exclude))
     if code == TensorProto.FLOAT16:
         pooled = ctx.emit("Cast", [pooled], to=code)
     ctx.emit("Identity", [pooled], [ctx.out(node)])
+
+
+def _dilated_average(ctx, node, x: str, w, rounding: str, exclude: bool) -> str:
+    """AvgPool-16 with dilations (ONNX AveragePool has them from opset 19): the window sums as a convolution
+    of every channel with a kernel of ones (channels folded into the batch), divided by each window's count:
+    exclude-pad, the input pixels its taps cover (computed at import from the static geometry); else the
+    whole kernel, as OpenVINO divides without dilations."""
+    sizes, outputs = static_spatial(node), static_output_spatial(node)
+    if sizes is None or outputs is None or rounding not in _ROUNDING:
+        raise Unsupported("dilations need static spatial dims (the divisors are computed at import)")
+    begin = pads_begin(w, sizes, outputs)
+    end = floor_end_pads(sizes, outputs, begin, w)
+    dtype = np.float64 if ctx.elem(node, 0) == TensorProto.DOUBLE else np.float32
+    if exclude:
+        real = np.zeros([s + b + e for s, b, e in zip(sizes, begin, end)])
+        real[tuple(slice(b, b + s) for b, s in zip(begin, sizes))] = 1
+        counts = _window_sums(real, w, outputs)
+    else:
+        counts = np.full(outputs, float(np.prod(w.kernel)))
+    shape = ctx.emit("Shape", [x])
+    folded = ctx.emit("Reshape", [x, ctx.const(np.array([-1, 1] + sizes, np.int64), "folded")])
+    sums = ctx.emit("Conv", [folded, ctx.const(np.ones([1, 1] + w.kernel, dtype), "ones")], kernel_shape=w.kernel,
+                    strides=w.strides, dilations=w.dilations, pads=begin + end)
+    leading = ctx.emit("Slice", [shape, ctx.const(np.array([0], np.int64), "start"),
+                                 ctx.const(np.array([2], np.int64), "stop")])
+    unfolded = ctx.emit("Reshape", [sums, ctx.emit("Concat", [leading, ctx.const(np.array(outputs, np.int64),
+                                                                                 "spatial")], axis=0)])
+    return ctx.emit("Div", [unfolded, ctx.const(counts.astype(dtype), "counts")])
+
+
+def _window_sums(mask: np.ndarray, w, outputs) -> np.ndarray:
+    """Per output window, the sum of `mask` (padded input geometry) over the window's dilated taps."""
+    grids = np.meshgrid(*[np.arange(o) * s for o, s in zip(outputs, w.strides)], indexing="ij")
+    total = np.zeros(outputs)
+    for taps in np.ndindex(*w.kernel):
+        at = tuple(g + t * d for g, t, d in zip(grids, taps, w.dilations))
+        total += mask[at]
+    return total
 
 
 def _adaptive_sizes(ctx, node) -> tuple[list[int], list[int]]:
