@@ -326,8 +326,9 @@ REFUSALS = [
         p["x"], W(1, 2, 3, 3), [2, 2], C(np.array([9, 9])))], [1, 1, -1, -1], "needs static spatial dims"),
     ("adaptive-max-uneven-indices", lambda p: list(opset8.adaptive_max_pool(p["x"], C(np.array([3, 3])), "i32")
                                                     .outputs()), [1, 1, 8, 8], "indices output with unequal bins"),
-    ("adaptive-avg-dynamic", lambda p: [opset8.adaptive_avg_pool(p["x"], C(np.array([3, 3])))], [1, 1, -1, -1],
-     "needs static spatial dims"),
+    ("adaptive-max-indices-dynamic", lambda p: list(opset8.adaptive_max_pool(p["x"], C(np.array([3, 3])), "i32")
+                                                      .outputs()), [1, 1, -1, -1],
+     "indices output with dynamic spatial dims"),
     ("maxpool-i32", lambda p: [opset1.convert(opset1.max_pool(opset1.convert(p["x"], "i32"), [1, 1], [0, 0], [0, 0],
                                                               [2, 2]), "f32")],
      [1, 1, 4, 4], "ONNX MaxPool takes only"),

@@ -13,7 +13,7 @@ import pytest
 
 ov = pytest.importorskip("openvino")
 
-from openvino import opset1, opset2, opset3, opset9, opset10, opset11, opset14, opset15, opset16  # noqa: E402
+from openvino import opset1, opset2, opset3, opset8, opset9, opset10, opset11, opset14, opset15, opset16  # noqa: E402
 
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
@@ -319,6 +319,24 @@ def avg_pool_dilated_cases():
     return cases
 
 
+def adaptive_dynamic_cases():
+    """Adaptive pools on dynamic spatial dims (bins at run time); AdaptiveMaxPool's values only."""
+    cases = []
+    for shape, out in (((2, 3, 7, 5), [3, 2]), ((1, 2, 8, 8), [3, 3]), ((1, 2, 5, 9), [5, 4]), ((2, 1, 4, 6), [1, 1]),
+                       ((1, 2, 10), [4]), ((1, 1, 3, 4, 5), [2, 3, 2]), ((1, 2, 3, 4), [6, 5])):
+        tag = f"adaptive-dynamic-{shape}-{out}"
+        x = rng(tag).standard_normal(shape).astype(np.float32)
+        cases.append(Case(f"{tag}-avg", lambda p, o=out: [opset8.adaptive_avg_pool(p["x"], C(np.array(o)))],
+                          {"x": x}, ACCUMULATION))
+        cases.append(Case(f"{tag}-max", lambda p, o=out: [
+            opset8.adaptive_max_pool(p["x"], C(np.array(o)), "i32").output(0)], {"x": x}))
+    cases.append(Case("adaptive-dynamic-computed-output", lambda p: [
+        opset8.adaptive_avg_pool(p["x"], p["o"]), opset8.adaptive_max_pool(p["x"], p["o"], "i32").output(0)],
+        {"x": rng("computed").standard_normal((1, 2, 7, 6)).astype(np.float32), "o": np.array([3, 4], np.int32)},
+        ACCUMULATION))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -340,7 +358,8 @@ def yolo_cases():
 
 CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
          + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
-         + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases())
+         + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases()
+         + adaptive_dynamic_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

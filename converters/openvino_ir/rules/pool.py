@@ -188,11 +188,52 @@ def _window_sums(mask: np.ndarray, w, outputs) -> np.ndarray:
     return total
 
 
-def _adaptive_sizes(ctx, node) -> tuple[list[int], list[int]]:
+def _adaptive_sizes(ctx, node) -> tuple[list[int], list[int]] | None:
+    """Static spatial sizes of input and output, or None (bins computed at run time)."""
     sizes, outputs = static_spatial(node), static_output_spatial(node)
     if sizes is None or outputs is None:
-        raise Unsupported("needs static spatial dims of input and output (the bins depend on them)")
+        return None
     return sizes, outputs
+
+
+def _adaptive_dynamic(ctx, node, x: str, reduce: str) -> str:
+    """Bins computed at run time, one spatial axis after the other: for bin i of o over H pixels, the indices
+    start_i + j (j < the longest bin, clamped to the bin's last pixel) gathered, then reduced over j (mean:
+    the clamped repeats masked out, divided by the bin's length)."""
+    rank = ctx.rank(node, 0)
+    if rank is None:
+        raise Unsupported("data of dynamic rank")
+    sizes = ctx.int64_vector(node, 1)
+    const = lambda v, hint: ctx.const(np.array(v, np.int64), hint)  # noqa: E731
+    zero, one = const(0, "zero"), const(1, "one")
+    for k, axis in enumerate(range(2, rank)):
+        size = ctx.emit("Squeeze", [ctx.emit("Shape", [x], start=axis, end=axis + 1)])
+        out = ctx.emit("Squeeze", [ctx.emit("Slice", [sizes, const([k], "start"), const([k + 1], "stop")])])
+        bins = ctx.emit("Range", [zero, out, one])
+        starts = ctx.emit("Div", [ctx.emit("Mul", [bins, size]), out])  # floor(i * H / o)
+        ends = ctx.emit("Div", [ctx.emit("Sub", [ctx.emit("Add", [ctx.emit("Mul", [ctx.emit("Add", [bins, one]), size]),
+                                                                  out]), one]), out])  # ceil((i + 1) * H / o)
+        lengths = ctx.emit("Sub", [ends, starts])
+        offsets = ctx.emit("Range", [zero, ctx.emit("ReduceMax", [lengths], keepdims=0), one])
+        column = const([1], "axes")
+        taps = ctx.emit("Add", [ctx.emit("Unsqueeze", [starts, column]), offsets])  # [o, L]
+        last = ctx.emit("Sub", [ctx.emit("Unsqueeze", [ends, column]), one])
+        gathered = ctx.emit("Gather", [x, ctx.emit("Min", [taps, last])], axis=axis)  # [.., o, L, ..]
+        trailing = rank - axis - 1
+        if reduce == "ReduceMax":
+            x = ctx.emit("ReduceMax", [gathered, const([axis + 1], "axes")], keepdims=0)
+            continue
+        valid = ctx.emit("LessOrEqual", [taps, last])
+        if trailing:
+            valid = ctx.emit("Unsqueeze", [valid, const(list(range(2, 2 + trailing)), "axes")])
+        zeros = ctx.emit("CastLike", [ctx.const(np.array(0, np.float32), "zero_value"), x])
+        summed = ctx.emit("ReduceSum", [ctx.emit("Where", [valid, gathered, zeros]), const([axis + 1], "axes")],
+                          keepdims=0)
+        counts = ctx.emit("CastLike", [lengths, x])
+        if trailing:
+            counts = ctx.emit("Unsqueeze", [counts, const(list(range(1, 1 + trailing)), "axes")])
+        x = ctx.emit("Div", [summed, counts])
+    return x
 
 
 def _adaptive_separable(ctx, node, x: str, reduce: str, sizes, outputs) -> str:
@@ -214,16 +255,20 @@ def _adaptive_separable(ctx, node, x: str, reduce: str, sizes, outputs) -> str:
 
 @rule("AdaptiveAvgPool", versions=(8,), onnx="GlobalAveragePool, AveragePool, or Slice+ReduceMean+Concat",
       notes="bins [floor(i*H/o), ceil((i+1)*H/o)) as OpenVINO; equal bins as one AveragePool, others per "
-            "axis",
-      refuses=("dynamic spatial dims of input or output, unless the output is 1x..x1 (GlobalAveragePool): the "
-               "bins depend on them",))
+            "axis; dynamic spatial dims (or a computed output_shape): bins computed at run time (Gather of "
+            "each bin's pixels padded to the longest bin, masked ReduceSum / length)",
+      refuses=("data of dynamic rank with dynamic spatial dims",))
 def adaptive_avg_pool(ctx, node):
     require_type(ctx, node, FLOATS, "AveragePool")
     x = ctx.inp(node, 0)
     if _global(ctx, node):
         ctx.emit("GlobalAveragePool", [x], [ctx.out(node)])
         return
-    sizes, outputs = _adaptive_sizes(ctx, node)
+    static = _adaptive_sizes(ctx, node)
+    if static is None:
+        ctx.emit("Identity", [_adaptive_dynamic(ctx, node, x, "ReduceMean")], [ctx.out(node)])
+        return
+    sizes, outputs = static
     if all(s % o == 0 for s, o in zip(sizes, outputs)):
         kernel = [s // o for s, o in zip(sizes, outputs)]
         ctx.emit("AveragePool", [x], [ctx.out(node)], kernel_shape=kernel, strides=kernel)
@@ -239,9 +284,10 @@ def _global(ctx, node) -> bool:
 
 @rule("AdaptiveMaxPool", versions=(8,), onnx="MaxPool (+ Mod, Cast), or Slice+ReduceMax+Concat",
       notes="bins as AdaptiveAvgPool; indices (flat over the spatial dims) from MaxPool when the bins are "
-            "equal",
-      refuses=("dynamic spatial dims of input or output (unless 1x..x1 without indices: GlobalMaxPool)",
-               "the indices output, used, with unequal bins"))
+            "equal; dynamic spatial dims: bins computed at run time (Gather of each bin's pixels, the shorter "
+            "bins repeating their last pixel, ReduceMax)",
+      refuses=("the indices output, used, with unequal bins or dynamic spatial dims",
+               "data of dynamic rank with dynamic spatial dims"))
 def adaptive_max_pool(ctx, node):
     require_type(ctx, node, _MAX_POOL_TYPES, "MaxPool")
     x = ctx.inp(node, 0)
@@ -249,7 +295,13 @@ def adaptive_max_pool(ctx, node):
     if _global(ctx, node) and not _used(node, 1):
         ctx.emit("GlobalMaxPool", [x], [ctx.out(node)])
         return
-    sizes, outputs = _adaptive_sizes(ctx, node)
+    static = _adaptive_sizes(ctx, node)
+    if static is None:
+        if _used(node, 1):
+            raise Unsupported("the indices output with dynamic spatial dims")
+        ctx.emit("Identity", [_adaptive_dynamic(ctx, node, x, "ReduceMax")], [ctx.out(node)])
+        return
+    sizes, outputs = static
     if all(s % o == 0 for s, o in zip(sizes, outputs)):
         kernel = [s // o for s, o in zip(sizes, outputs)]
         indices = ctx.temp("indices")
