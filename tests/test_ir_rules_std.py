@@ -13,7 +13,7 @@ import pytest
 
 ov = pytest.importorskip("openvino")
 
-from openvino import opset1, opset2, opset3, opset8, opset9, opset10, opset11, opset14, opset15, opset16  # noqa: E402
+from openvino import opset1, opset2, opset3, opset4, opset8, opset9, opset10, opset11, opset14, opset15, opset16  # noqa: E402
 
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
@@ -337,6 +337,27 @@ def adaptive_dynamic_cases():
     return cases
 
 
+def nms_old_cases():
+    """NonMaxSuppression-1/3/4: NMS-5's selection and order, the selected rows only (as the CPU plugin; its
+    CPU node needs a static box size: the boxes go through a Reshape to [0, 0, 4])."""
+    cases = []
+    for version, sort, encoding, static, (max_boxes, iou, threshold) in itertools.product(
+            (1, 3, 4), (True, False), ("corner", "center"), (True, False), ((3, 0.3, 0.1), (10, 0.6, 0.0))):
+        tag = f"nms-{version}-sort{sort}-{encoding}-max{max_boxes}{'-static' * static}"
+        r = rng(tag)
+        xy, wh = r.uniform(0, 10, (2, 6, 2)), r.uniform(1, 5, (2, 6, 2))
+        boxes = np.concatenate([xy, xy + wh] if encoding == "corner" else [xy + wh / 2, wh], -1).astype(np.float32)
+        scores = r.uniform(-0.2, 1, (2, 3, 6)).astype(np.float32)
+        scores[0, 0, 2] = scores[0, 0, 3]  # equal scores within a class
+        scores[1, 1, 0] = scores[0, 2, 4]  # and across batches
+        module = {1: opset1, 3: opset3, 4: opset4}[version]
+        extra = () if version == 1 else ("i32",)
+        cases.append(Case(tag, lambda p, m=module, a=(max_boxes, iou, threshold, encoding, sort), e=extra: [
+            m.non_max_suppression(opset1.reshape(p["b"], C(np.array([0, 0, 4])), True), p["s"], C(np.int64(a[0])), C(np.float32(a[1])), C(np.float32(a[2])),
+                                  a[3], a[4], *e)], {"b": boxes, "s": scores}, static=static))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -359,7 +380,7 @@ def yolo_cases():
 CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
          + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
          + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases()
-         + adaptive_dynamic_cases())
+         + adaptive_dynamic_cases() + nms_old_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

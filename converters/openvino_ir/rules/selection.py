@@ -91,7 +91,7 @@ def _optional_scalar(ctx, node, index: int, default, dtype, hint: str) -> str:
     return ctx.const(np.array(default, {TensorProto.INT64: np.int64, TensorProto.FLOAT: np.float32}[dtype]), hint)
 
 
-@rule("NonMaxSuppression", versions=(5, 9),
+@rule("NonMaxSuppression", versions=(1, 3, 4, 5, 9),
       onnx="NonMaxSuppression, GatherND (+ TopK, Gather for sort_result_descending), Concat, Shape, Cast",
       notes="OpenVINO infers a dynamic [..N, 3] output for v5 and v9 alike and its CPU plugin outputs exactly "
             "the selected boxes ([num_selected, 3], no -1 padding), in "
@@ -100,7 +100,10 @@ def _optional_scalar(ctx, node, index: int, default, dtype, hint: str) -> str:
             "scores. selected_scores = (batch, class, score) as floats, valid_outputs = [num_selected]. "
             "box_encoding center is center_point_box=1; absent inputs take OpenVINO's defaults (0). "
             "OpenVINO suppresses at IoU >= iou_threshold, ONNX at IoU > it: the threshold becomes the f32 "
-            "just below (at <= 0: one box per class, as OpenVINO then suppresses even disjoint boxes)",
+            "just below (at <= 0: one box per class, as OpenVINO then suppresses even disjoint boxes). "
+            "NMS-1/3/4 select and order alike (one output): the selected rows only, as OpenVINO's CPU plugin "
+            "gives them also where the spec pads with -1 rows and its shape inference says more (or, for "
+            "NMS-1/3, fewer) rows",
       refuses=("a computed iou_threshold: the >= to > conversion needs its value",
                "soft_nms_sigma other than a Constant 0: ONNX NonMaxSuppression has no soft NMS",
                "boxes other than f32: ONNX NonMaxSuppression takes float only"))
@@ -139,6 +142,8 @@ def non_max_suppression(ctx, node):
         selected = ctx.emit("Gather", [selected, order], axis=0)
     code = ctx.out_elem(node, 0)
     ctx.emit("Cast", [selected], [ctx.out(node, 0)], to=code)
+    if node.get_output_size() == 1:
+        return
     batch_class = ctx.emit("Cast", [ctx.emit("Slice", [selected, ctx.const(np.array([0], np.int64), "start"),
                                                        ctx.const(np.array([2], np.int64), "end"),
                                                        ctx.const(np.array([1], np.int64), "axis")])],
