@@ -358,6 +358,74 @@ def nms_old_cases():
     return cases
 
 
+# -- embeddings, segments, GRN ------------------------------------------------------------------------------------
+def embedding_cases():
+    """Static shapes: the CPU plugin refuses these ops with dynamic ones (and offsets equal to the number of
+    indices: an empty last bag is tested with offsets [0, 3, 6, 6], bag 2 empty)."""
+    cases = []
+    table = rng("table").standard_normal((6, 3)).astype(np.float32)
+    table_3d = rng("table3d").standard_normal((5, 2, 2)).astype(np.float32)
+    packed = np.array([[0, 2, 2], [5, 1, 0]], np.int32)
+    weights = rng("w").standard_normal((2, 3)).astype(np.float32)
+    cases += [
+        Case("embbag-packed-sum", lambda p: [opset3.embedding_bag_packed_sum(p["t"], p["i"])], {"t": table, "i": packed},
+             ACCUMULATION, static=True),
+        Case("embbag-packed-sum-weights", lambda p: [opset3.embedding_bag_packed_sum(p["t"], p["i"], p["w"])],
+             {"t": table, "i": packed.astype(np.int64), "w": weights}, ACCUMULATION, static=True),
+        Case("embbag-packed-sum-3d", lambda p: [opset3.embedding_bag_packed_sum(p["t"], p["i"], p["w"])],
+             {"t": table_3d, "i": packed % 5, "w": weights}, ACCUMULATION, static=True),
+        Case("embbag-packed-15-mean", lambda p: [opset15.embedding_bag_packed(p["t"], p["i"], reduction="mean")],
+             {"t": table, "i": packed}, ACCUMULATION, static=True),
+        Case("embbag-packed-15-sum", lambda p: [opset15.embedding_bag_packed(p["t"], p["i"], p["w"])],
+             {"t": table, "i": packed, "w": weights}, ACCUMULATION, static=True),
+        Case("embbag-packed-int", lambda p: [opset3.embedding_bag_packed_sum(p["t"], p["i"])],
+             {"t": np.arange(18, dtype=np.int32).reshape(6, 3), "i": packed}, static=True),
+    ]
+    indices = np.array([1, 4, 4, 0, 2, 5, 3], np.int32)
+    w7 = rng("w7").standard_normal(7).astype(np.float32)
+    for offsets in ([0, 2, 2, 5], [0, 3, 6, 6], [0, 1, 4, 6]):  # empty bags in the middle and at the end
+        off = np.array(offsets, np.int32)
+        tag = f"embbag-offsets-{offsets}"
+        cases += [
+            Case(f"{tag}-sum", lambda p: [opset3.embedding_bag_offsets_sum(p["t"], p["i"], p["o"])],
+                 {"t": table, "i": indices, "o": off}, ACCUMULATION, static=True),
+            Case(f"{tag}-default-weights", lambda p: [opset3.embedding_bag_offsets_sum(p["t"], p["i"], p["o"], p["d"],
+                                                                                        p["w"])],
+                 {"t": table, "i": indices, "o": off, "d": np.array(3, np.int32), "w": w7}, ACCUMULATION, static=True),
+            Case(f"{tag}-15-mean-default", lambda p: [opset15.embedding_bag_offsets(p["t"], p["i"], p["o"], p["d"],
+                                                                                     reduction="mean")],
+                 {"t": table, "i": indices, "o": off, "d": np.array(1, np.int32)}, ACCUMULATION, static=True),
+            Case(f"{tag}-15-sum-3d", lambda p: [opset15.embedding_bag_offsets(p["t"], p["i"], p["o"], None, p["w"])],
+                 {"t": table_3d, "i": indices % 5, "o": off, "w": w7}, ACCUMULATION, static=True),
+        ]
+    cases.append(Case("embbag-offsets-default-minus-one", lambda p: [opset3.embedding_bag_offsets_sum(
+        p["t"], p["i"], p["o"], C(np.int32(-1)))], {"t": table, "i": indices, "o": np.array([0, 2, 2, 5], np.int32)},
+        ACCUMULATION, static=True))
+    segments = np.array([0, 0, 1, 2, 2, 2, 4], np.int32)  # sorted (the spec requires it), segment 3 empty
+    cases += [
+        Case("embseg-sum", lambda p: [opset3.embedding_segments_sum(p["t"], p["i"], p["s"], C(np.int32(6)))],
+             {"t": table, "i": indices, "s": segments}, ACCUMULATION, static=True),
+        Case("embseg-default-weights", lambda p: [opset3.embedding_segments_sum(p["t"], p["i"], p["s"], p["n"], p["d"],
+                                                                                p["w"])],
+             {"t": table, "i": indices, "s": segments, "n": np.array(5, np.int32), "d": np.array(5, np.int32),
+              "w": w7}, ACCUMULATION, static=True),
+        Case("embseg-3d-int", lambda p: [opset3.embedding_segments_sum(p["t"], p["i"], p["s"], C(np.int32(5)), p["d"])],
+             {"t": np.arange(20, dtype=np.int32).reshape(5, 2, 2), "i": indices % 5, "s": segments,
+              "d": np.array(0, np.int32)}, static=True),
+    ]
+    for fill, dtype, given in itertools.product(("ZERO", "LOWEST"), (np.float32, np.int32), (True, False)):
+        tag = f"segment-max-{fill}-{np.dtype(dtype).name}{'-num' * given}"
+        data = (rng(tag).standard_normal((7, 2)) * 10).astype(dtype)
+        ids = np.array([0, 0, 2, 2, 2, 5, 5], np.int32)
+        cases.append(Case(tag, lambda p, f=fill, g=given: [opset16.segment_max(
+            p["x"], p["s"], C(np.int64(8)) if g else None, fill_mode=f)], {"x": data, "s": ids}))
+    for bias, shape in ((0.5, (2, 3, 4)), (1e-6, (1, 4, 2, 3)), (2.0, (3, 2))):
+        tag = f"grn-{bias}-{len(shape)}d"
+        cases.append(Case(tag, lambda p, b=bias: [opset1.grn(p["x"], b)],
+                          {"x": rng(tag).standard_normal(shape).astype(np.float32)}, LIBM))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -380,7 +448,7 @@ def yolo_cases():
 CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
          + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
          + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases()
-         + adaptive_dynamic_cases() + nms_old_cases())
+         + adaptive_dynamic_cases() + nms_old_cases() + embedding_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
