@@ -426,6 +426,32 @@ def embedding_cases():
     return cases
 
 
+def slice_scatter_and_patches_cases():
+    cases = []
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    for start, stop, step, axes in (([1], [3], [1], [1]), ([0, 4], [3, 0], [2, -2], [0, 2]), ([-2], [100], [1], None),
+                                    ([3, 1, 0], [0, 3, 5], [-1, 1, 3], [1, 0, 2]), ([0], [0], [1], [2])):
+        taken = x.copy()
+        index = [slice(None)] * 3
+        for st, sp, sd, ax in zip(start, stop, step, axes if axes is not None else range(len(start))):
+            index[ax] = slice(st, sp, sd)
+        update_shape = x[tuple(index)].shape
+        tag = f"slice-scatter-{start}-{stop}-{step}-{axes}"
+        updates = -rng(tag).integers(1, 100, update_shape).astype(np.float32)
+        cases.append(Case(tag, lambda p, a=(start, stop, step, axes): [opset15.slice_scatter(
+            p["x"], p["u"], *(C(np.array(v, np.int64)) for v in a[:3]),
+            *([C(np.array(a[3], np.int32))] if a[3] is not None else []))], {"x": taken, "u": updates}))
+    for sizes, strides, rates, pad, shape in (([2, 2], [1, 1], [1, 1], "valid", (1, 2, 5, 5)),
+                                              ([3, 2], [2, 1], [1, 2], "valid", (2, 3, 7, 6)),
+                                              ([2, 3], [2, 2], [2, 1], "same_upper", (1, 2, 5, 6)),
+                                              ([3, 3], [3, 2], [1, 1], "same_lower", (1, 1, 7, 5)),
+                                              ([1, 1], [2, 3], [1, 1], "same_upper", (1, 2, 4, 4))):
+        tag = f"extract-patches-{sizes}-{strides}-{rates}-{pad}"
+        cases.append(Case(tag, lambda p, a=(sizes, strides, rates, pad): [opset3.extract_image_patches(p["x"], *a)],
+                          {"x": rng(tag).standard_normal(shape).astype(np.float32)}, static=True))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -448,7 +474,8 @@ def yolo_cases():
 CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + block_cases() + grid_sample_cases()
          + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
          + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases()
-         + adaptive_dynamic_cases() + nms_old_cases() + embedding_cases())
+         + adaptive_dynamic_cases() + nms_old_cases() + embedding_cases()
+         + slice_scatter_and_patches_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -103,3 +103,66 @@ def reverse_sequence(ctx, node):
     moved = ctx.emit("Transpose", [ctx.inp(node, 0)], perm=perm)
     reversed_ = ctx.emit("ReverseSequence", [moved, lengths], batch_axis=1, time_axis=0)
     ctx.emit("Transpose", [reversed_], [ctx.out(node)], perm=inverse)
+
+
+@rule("SliceScatter", versions=(15,), onnx="Range + Reshape + Slice (positions) + ScatterElements + Reshape",
+      notes="the flat positions of the slice (Slice-8's start/stop/step/axes semantics on a tensor of positions) "
+            "receive the updates: exact data movement")
+def slice_scatter(ctx, node):
+    data = ctx.inp(node, 0)
+    shape = ctx.emit("Shape", [data])
+    flat = ctx.const(np.array([-1], np.int64), "flat")
+    positions = ctx.emit("Reshape", [ctx.emit("Range", [ctx.const(np.array(0, np.int64), "zero"),
+                                                        ctx.emit("Size", [data]),
+                                                        ctx.const(np.array(1, np.int64), "one")]), shape])
+    if node.get_input_size() > 5:
+        axes = ctx.int64_vector(node, 5)
+    else:
+        from .tensor import _length
+        axes = ctx.const(np.arange(_length(ctx, node, 2), dtype=np.int64), "axes")
+    taken = ctx.emit("Slice", [positions, ctx.int64_vector(node, 2), ctx.int64_vector(node, 3), axes,
+                               ctx.int64_vector(node, 4)])
+    scattered = ctx.emit("ScatterElements", [ctx.emit("Reshape", [data, flat]), ctx.emit("Reshape", [taken, flat]),
+                                             ctx.emit("Reshape", [ctx.inp(node, 1), flat])], axis=0)
+    ctx.emit("Reshape", [scattered, shape], [ctx.out(node)])
+
+
+@rule("ExtractImagePatches", versions=(3,), onnx="Pad + one strided Slice per patch tap + Concat",
+      notes="output channel (i * size_cols + j) * C + c holds tap (i, j) of input channel c (OpenVINO's order); "
+            "same_upper/same_lower pad with zeros as OpenVINO; exact data movement",
+      refuses=("dynamic spatial dims (the pads and output size are computed at import)",))
+def extract_image_patches(ctx, node):
+    attributes = node.get_attributes()
+    sizes, strides, rates = ([int(v) for v in attributes[k]] for k in ("sizes", "strides", "rates"))
+    auto_pad = str(attributes["auto_pad"]).lower()
+    shape = node.get_input_partial_shape(0)
+    if shape.rank.is_dynamic or shape.rank.get_length() != 4 or not all(shape[i].is_static for i in (2, 3)):
+        raise Unsupported("needs 4-D data with static spatial dims")
+    spatial = [shape[2].get_length(), shape[3].get_length()]
+    spans = [(k - 1) * r + 1 for k, r in zip(sizes, rates)]
+    begin, outs = [], []
+    for size, span, stride in zip(spatial, spans, strides):
+        if auto_pad == "valid":
+            out, total = max((size - span) // stride + 1, 0), 0
+        elif auto_pad in ("same_upper", "same_lower"):
+            out = -(-size // stride)
+            total = max((out - 1) * stride + span - size, 0)
+        else:
+            raise Unsupported(f"auto_pad={auto_pad!r}")
+        begin.append(total // 2 if auto_pad != "same_lower" else total - total // 2)
+        outs.append(out)
+    data = ctx.inp(node, 0)
+    if any(begin) or auto_pad != "valid":
+        ends = [max((o - 1) * s + span - size - b, 0) for o, s, span, size, b in zip(outs, strides, spans, spatial,
+                                                                                    begin)]
+        data = ctx.emit("Pad", [data, ctx.const(np.array([0, 0] + begin + [0, 0] + ends, np.int64), "pads")])
+    taps = []
+    for i in range(sizes[0]):
+        for j in range(sizes[1]):
+            starts = [i * rates[0], j * rates[1]]
+            stops = [st + (o - 1) * s + 1 for st, o, s in zip(starts, outs, strides)]
+            taps.append(ctx.emit("Slice", [data, ctx.const(np.array(starts, np.int64), "starts"),
+                                           ctx.const(np.array(stops, np.int64), "stops"),
+                                           ctx.const(np.array([2, 3], np.int64), "axes"),
+                                           ctx.const(np.array(strides, np.int64), "steps")]))
+    ctx.emit("Concat", taps, [ctx.out(node)], axis=1)
