@@ -452,6 +452,40 @@ def slice_scatter_and_patches_cases():
     return cases
 
 
+def color_cases():
+    """NV12/I420 -> RGB/BGR, one plane and separate planes, u8 (rounded) and f32, over every u8 value."""
+    cases = []
+    n, h, w = 2, 16, 12
+    for kind, order, dtype, planes in itertools.product(("nv12", "i420"), ("rgb", "bgr"), (np.uint8, np.float32),
+                                                        (1, 2)):
+        tag = f"{kind}-to-{order}-{np.dtype(dtype).name}-{planes}plane"
+        r = rng(tag)
+        y = r.integers(0, 256, (n, h, w, 1))
+        if kind == "nv12":
+            chroma = [r.integers(0, 256, (n, h // 2, w // 2, 2))]
+        else:
+            chroma = [r.integers(0, 256, (n, h // 2, w // 2, 1)) for _ in range(2)]
+        if dtype == np.float32:  # fractional values too
+            y, chroma = y + r.uniform(-0.5, 0.5, y.shape), [c + r.uniform(-0.5, 0.5, c.shape) for c in chroma]
+        if planes == 1:
+            flat = np.concatenate([c.reshape(n, -1) for c in chroma], axis=1).reshape(n, h // 2, w, 1)
+            feeds = {"x": np.concatenate([y, flat], axis=1).astype(dtype)}
+        else:
+            feeds = {"y": y.astype(dtype), **{f"c{k}": c.astype(dtype) for k, c in enumerate(chroma)}}
+        builder = getattr(opset8, f"{kind}_to_{order}")
+        cases.append(Case(tag, lambda p, b=builder, one=planes == 1, k=len(chroma): [
+            b(p["x"]) if one else b(p["y"], *[p[f"c{i}"] for i in range(k)])], feeds, static=True))
+    # every Y value against 256 (U, V) pairs: the u8 rounding ties (x.5) included
+    y = np.repeat(np.repeat(np.arange(256)[:, None], 2, 0), 512, 1)[None, :, :, None].astype(np.uint8)
+    u = np.tile(np.arange(256)[None, :], (256, 1))[None, :, :, None].astype(np.uint8)
+    v = u[:, :, ::-1].copy()
+    cases.append(Case("i420-to-rgb-every-value", lambda p: [opset8.i420_to_rgb(p["y"], p["u"], p["v"])],
+                      {"y": y, "u": u, "v": v}, static=True))
+    cases.append(Case("nv12-to-bgr-every-value", lambda p: [opset8.nv12_to_bgr(p["y"], p["uv"])],
+                      {"y": y, "uv": np.concatenate([u, v], axis=3)}, static=True))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -475,7 +509,7 @@ CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + bloc
          + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
          + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases()
          + adaptive_dynamic_cases() + nms_old_cases() + embedding_cases()
-         + slice_scatter_and_patches_cases())
+         + slice_scatter_and_patches_cases() + color_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
