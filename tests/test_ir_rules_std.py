@@ -486,6 +486,21 @@ def color_cases():
     return cases
 
 
+def sparse_cases():
+    cases = []
+    for rows, cols, count, itype, vtype in ((6, 4, 4, np.int64, np.float32), (5, 3, 0, np.int32, np.int32),
+                                            (4, 5, 7, np.int64, np.float32), (3, 2, 6, np.int32, np.int64)):
+        tag = f"sparse-fill-{rows}x{cols}-{count}"
+        r = rng(tag)
+        flat = r.choice(rows * cols, count, replace=False)  # distinct positions, in no order
+        indices = np.stack([flat // cols, flat % cols], 1).astype(itype)
+        values = r.integers(-50, 50, count).astype(vtype)
+        cases.append(Case(tag, lambda p, t=vtype: list(opset16.sparse_fill_empty_rows(
+            p["v"], p["d"], p["i"], C(t(-7))).outputs()),
+            {"v": values, "d": np.array([rows, cols], itype), "i": indices.reshape(count, 2)}))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -509,7 +524,7 @@ CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + bloc
          + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
          + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases()
          + adaptive_dynamic_cases() + nms_old_cases() + embedding_cases()
-         + slice_scatter_and_patches_cases() + color_cases())
+         + slice_scatter_and_patches_cases() + color_cases() + sparse_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
