@@ -13,7 +13,8 @@ import pytest
 
 ov = pytest.importorskip("openvino")
 
-from openvino import opset1, opset2, opset3, opset4, opset8, opset9, opset10, opset11, opset14, opset15, opset16  # noqa: E402
+from openvino import (opset1, opset2, opset3, opset4, opset8, opset9, opset10, opset11, opset14,  # noqa: E402
+                      opset15, opset16)
 
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
@@ -104,7 +105,8 @@ SPECIAL = np.array([[0.0, -1.5, np.nan, np.inf], [-np.inf, 3e38, -0.0, -np.nan]]
 def numeric_cases():
     cases = [Case("isnan", lambda p: [opset10.is_nan(p["x"])], {"x": SPECIAL}),
              Case("isfinite", lambda p: [opset10.is_finite(p["x"])], {"x": SPECIAL}),
-             Case("isnan-f16", lambda p: [opset10.is_nan(p["x"])], {"x": np.where(np.abs(SPECIAL) < 1e4, SPECIAL, np.inf).astype(np.float16)})]
+             Case("isnan-f16", lambda p: [opset10.is_nan(p["x"])],
+                  {"x": np.where(np.abs(SPECIAL) < 1e4, SPECIAL, np.inf).astype(np.float16)})]
     for negative, positive in itertools.product((True, False), repeat=2):
         cases.append(Case(f"isinf-neg{negative}-pos{positive}", lambda p, n=negative, q=positive: [
             opset10.is_inf(p["x"], {"detect_negative": n, "detect_positive": q})], {"x": SPECIAL}))
@@ -214,7 +216,8 @@ def grid_sample_tie_cases():
 def misc_cases():
     cases = [Case("identity", lambda p: [opset16.identity(p["x"])], {"x": np.arange(6, dtype=np.int32).reshape(2, 3)})]
     for a, b, unsafe, scalar in ((np.int32, np.float32, True, False), (np.uint8, np.int8, True, False),
-                                 (np.int8, np.float64, False, False), (np.int64, np.float16, True, False), (np.float32, np.float32, False, False),
+                                 (np.int8, np.float64, False, False), (np.int64, np.float16, True, False),
+                                 (np.float32, np.float32, False, False),
                                  (np.uint64, np.int64, True, False), (np.int32, np.float64, False, True)):
         tag = f"convert-promote-{np.dtype(a).name}-{np.dtype(b).name}{'-unsafe' * unsafe}{'-scalar' * scalar}"
         feeds = {"a": np.array([[1, 2, 3]], a), "b": (np.array(7, b) if scalar else np.array([[4], [5]], b))}
@@ -306,7 +309,8 @@ def avg_pool_dilated_cases():
     cases = []
     for (kernel, strides, dilations, begin, end, pad), rounding, exclude in itertools.product(
             (([2, 2], [1, 1], [2, 2], [0, 0], [0, 0], "explicit"), ([3, 2], [2, 1], [2, 3], [1, 1], [2, 0], "explicit"),
-             ([2, 3], [2, 2], [3, 1], [1, 0], [0, 1], "explicit"), ([3, 3], [1, 2], [2, 2], [0, 0], [0, 0], "same_upper"),
+             ([2, 3], [2, 2], [3, 1], [1, 0], [0, 1], "explicit"),
+             ([3, 3], [1, 2], [2, 2], [0, 0], [0, 0], "same_upper"),
              ([2, 2], [2, 2], [2, 2], [0, 0], [0, 0], "same_lower"), ([2, 2], [3, 3], [2, 1], [0, 0], [0, 0], "valid")),
             ("floor", "ceil", "ceil_torch"), (True, False)):
         tag = f"avgpool16-dilated-k{kernel}-s{strides}-d{dilations}-{pad}{begin}{end}-{rounding}-exclude{exclude}"
@@ -353,7 +357,8 @@ def nms_old_cases():
         module = {1: opset1, 3: opset3, 4: opset4}[version]
         extra = () if version == 1 else ("i32",)
         cases.append(Case(tag, lambda p, m=module, a=(max_boxes, iou, threshold, encoding, sort), e=extra: [
-            m.non_max_suppression(opset1.reshape(p["b"], C(np.array([0, 0, 4])), True), p["s"], C(np.int64(a[0])), C(np.float32(a[1])), C(np.float32(a[2])),
+            m.non_max_suppression(opset1.reshape(p["b"], C(np.array([0, 0, 4])), True), p["s"], C(np.int64(a[0])),
+                                  C(np.float32(a[1])), C(np.float32(a[2])),
                                   a[3], a[4], *e)], {"b": boxes, "s": scores}, static=static))
     return cases
 
@@ -368,7 +373,8 @@ def embedding_cases():
     packed = np.array([[0, 2, 2], [5, 1, 0]], np.int32)
     weights = rng("w").standard_normal((2, 3)).astype(np.float32)
     cases += [
-        Case("embbag-packed-sum", lambda p: [opset3.embedding_bag_packed_sum(p["t"], p["i"])], {"t": table, "i": packed},
+        Case("embbag-packed-sum", lambda p: [opset3.embedding_bag_packed_sum(p["t"], p["i"])],
+             {"t": table, "i": packed},
              ACCUMULATION, static=True),
         Case("embbag-packed-sum-weights", lambda p: [opset3.embedding_bag_packed_sum(p["t"], p["i"], p["w"])],
              {"t": table, "i": packed.astype(np.int64), "w": weights}, ACCUMULATION, static=True),
@@ -595,3 +601,39 @@ def test_yolo_head_whole_model(head):
     want = ov_run(build(case), case.feeds)
     assert_same(onnx_bridge.InferenceSession(imported).run(None, case.feeds), want, LIBM, "onnxruntime vs OpenVINO")
     assert_same(ov_run(to_openvino(imported), case.feeds), want, LIBM, "back in OpenVINO")
+
+
+#: Configurations the new rules refuse: (id, builder (inputs by name -> outputs), input shapes by name, reason)
+REFUSALS = [
+    ("space-to-batch-computed-block", lambda p: [opset2.space_to_batch(p["x"], p["b"], C(np.zeros(3, np.int64)),
+                                                                       C(np.zeros(3, np.int64)))],
+     {"x": ([1, 2, 4], "f32"), "b": ([3], "i64")}, "block_shape (input 1) must be a Constant"),
+    ("batch-to-space-batch-block", lambda p: [opset2.batch_to_space(
+        p["x"], C(np.array([2, 1], np.int64)), C(np.zeros(2, np.int64)), C(np.zeros(2, np.int64)))],
+     {"x": ([4, 2], "f32")}, "the batch block must be 1"),
+    ("onehot-negative-axis-dynamic-rank", lambda p: [opset1.one_hot(p["i"], C(np.int64(3)), C(np.float32(1)),
+                                                                    C(np.float32(0)), -2)],
+     {"i": (None, "i64")}, "dynamic rank"),
+    ("searchsorted-dynamic-rank", lambda p: [opset15.search_sorted(p["s"], p["v"])],
+     {"s": (None, "f32"), "v": ([3], "f32")}, "static rank"),
+    ("strided-slice-new-axis-dynamic-rank", lambda p: [opset1.strided_slice(
+        p["x"], C(np.array([0, 0])), C(np.array([0, 1])), C(np.array([1, 1])), [0, 0], [0, 0], [1, 0], [0, 0],
+        [0, 0])], {"x": (None, "f32")}, "static rank"),
+    ("squeeze-skip-computed-axes", lambda p: [opset15.squeeze(p["x"], p["a"], True)],
+     {"x": ([1, -1, 2], "f32"), "a": ([1], "i64")}, "axes (input 1) must be a Constant"),
+    ("extract-patches-dynamic", lambda p: [opset3.extract_image_patches(p["x"], [2, 2], [1, 1], [1, 1], "valid")],
+     {"x": ([1, 2, -1, -1], "f32")}, "static spatial dims"),
+    ("nv12-dynamic", lambda p: [opset8.nv12_to_rgb(p["x"])], {"x": ([1, -1, -1, 1], "u8")}, "static height"),
+    ("region-yolo-dynamic-rank", lambda p: [opset1.region_yolo(p["x"], 4, 1, 1, True, [], 1, 3)],
+     {"x": (None, "f32")}, "needs a static rank"),
+]
+
+
+@pytest.mark.parametrize("case_id, make, shapes, reason", REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_refusals_say_why(case_id, make, shapes, reason):
+    inputs = {name: P(shape if shape is not None else ov.PartialShape.dynamic(), element, name)
+              for name, (shape, element) in shapes.items()}
+    outputs = [o.output(0) if hasattr(o, "output") else o for o in make(inputs)]
+    with pytest.raises(ConversionError, match="unsupported configuration") as error:
+        import_ir(ov.Model(outputs, list(inputs.values()), case_id))
+    assert reason in str(error.value)
