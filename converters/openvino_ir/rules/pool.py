@@ -207,8 +207,8 @@ def _adaptive_dynamic(ctx, node, x: str, reduce: str) -> str:
     const = lambda v, hint: ctx.const(np.array(v, np.int64), hint)  # noqa: E731
     zero, one = const(0, "zero"), const(1, "one")
     for k, axis in enumerate(range(2, rank)):
-        size = ctx.emit("Squeeze", [ctx.emit("Shape", [x], start=axis, end=axis + 1)])
-        out = ctx.emit("Squeeze", [ctx.emit("Slice", [sizes, const([k], "start"), const([k + 1], "stop")])])
+        size = ctx.emit("Gather", [ctx.emit("Shape", [x]), const(axis, "axis")], axis=0)  # scalars (static rank)
+        out = ctx.emit("Gather", [sizes, const(k, "index")], axis=0)
         bins = ctx.emit("Range", [zero, out, one])
         starts = ctx.emit("Div", [ctx.emit("Mul", [bins, size]), out])  # floor(i * H / o)
         ends = ctx.emit("Div", [ctx.emit("Sub", [ctx.emit("Add", [ctx.emit("Mul", [ctx.emit("Add", [bins, one]), size]),

@@ -3,9 +3,11 @@ entry [row, 0] = default_value, in (row, column) order as OpenVINO outputs it.""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 from .._registry import rule
+
+_I64 = TensorProto.INT64
 
 
 def _c(ctx, value, hint):
@@ -21,11 +23,13 @@ def sparse_fill_empty_rows(ctx, node):
     values = ctx.inp(node, 0)
     shape = ctx.int64_vector(node, 1)
     indices = ctx.int64(node, 2)
-    rows = ctx.emit("Slice", [shape, _c(ctx, [0], "start"), _c(ctx, [1], "stop")])
-    columns = ctx.emit("Slice", [shape, _c(ctx, [1], "start"), _c(ctx, [2], "stop")])
+    # one-element vectors of statically known length (OpenVINO reading the model back needs static ranks)
+    rows = ctx.emit("Unsqueeze", [ctx.emit("Gather", [shape, _c(ctx, 0, "first")], axis=0), _c(ctx, [0], "axes")])
+    columns = ctx.emit("Gather", [shape, _c(ctx, 1, "second")], axis=0)
     row_of = ctx.emit("Slice", [indices, _c(ctx, [0], "start"), _c(ctx, [1], "stop"), _c(ctx, [1], "axis")])  # [N, 1]
-    ones = ctx.emit("Expand", [_c(ctx, 1, "one"), ctx.emit("Shape", [values])])
-    counts = ctx.emit("ScatterND", [ctx.emit("Expand", [_c(ctx, 0, "zero"), rows]), row_of, ones], reduction="add")
+    ones = ctx.emit("ConstantOfShape", [ctx.emit("Shape", [values])], value=helper.make_tensor("one", _I64, [1], [1]))
+    zeros = ctx.emit("ConstantOfShape", [rows], value=helper.make_tensor("zero", _I64, [1], [0]))
+    counts = ctx.emit("ScatterND", [zeros, row_of, ones], reduction="add")
     empty = ctx.emit("Equal", [counts, _c(ctx, 0, "zero")])
     if ctx.out_elem(node, 2) == TensorProto.BOOL:
         ctx.emit("Identity", [empty], [ctx.out(node, 2)])
@@ -33,8 +37,8 @@ def sparse_fill_empty_rows(ctx, node):
         ctx.emit("Cast", [empty], [ctx.out(node, 2)], to=ctx.out_elem(node, 2))
     empty_rows = ctx.emit("Transpose", [ctx.emit("NonZero", [empty])], perm=[1, 0])  # [E, 1]
     filler = ctx.emit("Concat", [empty_rows, ctx.emit("Mul", [empty_rows, _c(ctx, 0, "zero")])], axis=1)
-    fill_values = ctx.emit("Expand", [ctx.emit("Reshape", [ctx.inp(node, 3), _c(ctx, [1], "one_value")]),
-                                      ctx.emit("Shape", [empty_rows], start=0, end=1)])
+    fill_values = ctx.emit("Tile", [ctx.emit("Reshape", [ctx.inp(node, 3), _c(ctx, [1], "one_value")]),
+                                    ctx.emit("Shape", [empty_rows], start=0, end=1)])
     all_indices = ctx.emit("Concat", [indices, filler], axis=0)
     all_values = ctx.emit("Concat", [values, fill_values], axis=0)
     row, column = (ctx.emit("Squeeze", [ctx.emit("Slice", [all_indices, _c(ctx, [k], "start"), _c(ctx, [k + 1], "stop"),
