@@ -44,6 +44,10 @@ def one_hot_cases():
                 args = (p["i"], C(np.int64(4)), C(otype(3)), C(otype(-1)), axis)
                 return [opset16.one_hot(*args, mode) if version == 16 else opset1.one_hot(*args)]
             cases.append(Case(tag, make, {"i": idx}, static=axis < -1))
+    for otype in (np.int16, np.uint16, np.uint64, bool, np.float16):  # onnxruntime's Where lacks some of them
+        on, off = (otype(1), otype(0)) if otype is bool else (otype(7), otype(2))
+        cases.append(Case(f"onehot-{np.dtype(otype).name}", lambda p, a=(on, off): [
+            opset1.one_hot(p["i"], C(np.int64(3)), C(a[0]), C(a[1]), -1)], {"i": np.array([[0, 2], [1, 5]], np.int64)}))
     cases.append(Case("onehot-depth-input", lambda p: [opset1.one_hot(p["i"], p["d"], C(np.float32(1)),
                                                                       C(np.float32(0)), 1)],
                       {"i": np.array([[0, 2], [1, 5]], np.int64), "d": np.array(3, np.int32)}))
@@ -105,8 +109,9 @@ SPECIAL = np.array([[0.0, -1.5, np.nan, np.inf], [-np.inf, 3e38, -0.0, -np.nan]]
 def numeric_cases():
     cases = [Case("isnan", lambda p: [opset10.is_nan(p["x"])], {"x": SPECIAL}),
              Case("isfinite", lambda p: [opset10.is_finite(p["x"])], {"x": SPECIAL}),
-             Case("isnan-f16", lambda p: [opset10.is_nan(p["x"])],
-                  {"x": np.where(np.abs(SPECIAL) < 1e4, SPECIAL, np.inf).astype(np.float16)})]
+             *[Case(f"{name}-f16", lambda p, m=make: [m(p["x"])],
+                    {"x": np.where(np.abs(SPECIAL) < 1e4, SPECIAL, np.inf).astype(np.float16)})
+               for name, make in (("isnan", opset10.is_nan), ("isinf", opset10.is_inf), ("isfinite", opset10.is_finite))]]
     for negative, positive in itertools.product((True, False), repeat=2):
         cases.append(Case(f"isinf-neg{negative}-pos{positive}", lambda p, n=negative, q=positive: [
             opset10.is_inf(p["x"], {"detect_negative": n, "detect_positive": q})], {"x": SPECIAL}))
@@ -650,6 +655,13 @@ REFUSALS = [
     ("extract-patches-dynamic", lambda p: [opset3.extract_image_patches(p["x"], [2, 2], [1, 1], [1, 1], "valid")],
      {"x": ([1, 2, -1, -1], "f32")}, "static spatial dims"),
     ("nv12-dynamic", lambda p: [opset8.nv12_to_rgb(p["x"])], {"x": ([1, -1, -1, 1], "u8")}, "static height"),
+    ("gridsample-f64", lambda p: [opset9.grid_sample(p["x"], p["g"], {"mode": "bilinear"})],
+     {"x": ([1, 1, 3, 3], "f64"), "g": ([1, 2, 2, 2], "f64")}, "GridSample (onnxruntime) takes only"),
+    ("avgpool16-dilated-f64", lambda p: [opset16.avg_pool(p["x"], [1, 1], [0, 0], [0, 0], [2, 2], True, "floor",
+                                                          "explicit", [2, 2])], {"x": ([1, 1, 6, 6], "f64")},
+     "dilations on f64 data"),
+    ("embbag-int8-table", lambda p: [opset3.embedding_bag_packed_sum(p["t"], p["i"])],
+     {"t": ([4, 2], "i8"), "i": ([2, 2], "i32")}, "emb_table of element type INT8"),
     ("region-yolo-dynamic-rank", lambda p: [opset1.region_yolo(p["x"], 4, 1, 1, True, [], 1, 3)],
      {"x": (None, "f32")}, "needs a static rank"),
 ]

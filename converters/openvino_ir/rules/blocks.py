@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from .._registry import Unsupported, rule
+from ._spatial import require_type
 from .tensor import INT64_MAX, constant_input, static_rank
 
 
@@ -70,8 +72,10 @@ def _consts(ctx, starts, ends, axes):
 
 
 @rule("Col2Im", versions=(15,), onnx="Col2Im (+ Unsqueeze/Squeeze for unbatched data)",
-      notes="overlapping patches are summed (accumulation order may differ)")
+      notes="overlapping patches are summed (accumulation order may differ)",
+      refuses=("element types other than f16 and f32 (onnxruntime's Col2Im kernels)",))
 def col2im(ctx, node):
+    require_type(ctx, node, (TensorProto.FLOAT16, TensorProto.FLOAT), "Col2Im (onnxruntime)")
     attributes = node.get_attributes()
     pads = [int(p) for p in attributes["pads_begin"]] + [int(p) for p in attributes["pads_end"]]
     options = dict(strides=[int(s) for s in attributes["strides"]],

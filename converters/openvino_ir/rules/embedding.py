@@ -21,8 +21,16 @@ def _c(ctx, value, hint: str) -> str:
     return ctx.const(np.array(value, np.int64), hint)
 
 
+#: table types onnxruntime reduces and selects (ReduceSum, Where)
+_TABLE_TYPES = (TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, _I64)
+
+
 def _rows(ctx, node, index_input: int, weights_input: int | None) -> str:
     """table[indices] (times the per-sample weights, broadcast over the row), shape indices.shape + row."""
+    code = ctx.elem(node, 0)
+    if code not in _TABLE_TYPES:
+        raise Unsupported(f"emb_table of element type {TensorProto.DataType.Name(code)} (f16, f32, f64, i32, "
+                          "i64: onnxruntime's ReduceSum and Where kernels)")
     rows = ctx.emit("Gather", [ctx.inp(node, 0), ctx.int64(node, index_input)], axis=0)
     if weights_input is not None and node.get_input_size() > weights_input:
         weights = ctx.inp(node, weights_input)

@@ -48,7 +48,28 @@ def one_hot(ctx, node):
         if trailing:
             classes = ctx.emit("Reshape", [classes, ctx.const(np.array([-1] + [1] * trailing, np.int64), "shape")])
     hot = ctx.emit("Equal", [expanded, classes])
-    ctx.emit("Where", [hot, _scalar(ctx, node, 2), _scalar(ctx, node, 3)], [ctx.out(node)])
+    select(ctx, hot, _scalar(ctx, node, 2), _scalar(ctx, node, 3), ctx.out_elem(node), ctx.out(node))
+
+
+#: element types onnxruntime's Where lacks -> a type that holds them exactly (None: bit arithmetic)
+_WHERE_VIA = {TensorProto.INT16: TensorProto.INT32, TensorProto.UINT16: TensorProto.INT32,
+              TensorProto.UINT64: None, TensorProto.BOOL: None}
+
+
+def select(ctx, condition: str, a: str, b: str, code: int, output: str) -> str:
+    """Where(condition, a, b) for every element type: widened where onnxruntime has no Where kernel, u64 as
+    b + (a - b) * condition (exact modulo 2^64), bool as (c and a) or (not c and b)."""
+    if code not in _WHERE_VIA:
+        return ctx.emit("Where", [condition, a, b], [output])
+    wide = _WHERE_VIA[code]
+    if wide is not None:
+        widened = ctx.emit("Where", [condition, ctx.emit("Cast", [a], to=wide), ctx.emit("Cast", [b], to=wide)])
+        return ctx.emit("Cast", [widened], [output], to=code)
+    if code == TensorProto.BOOL:
+        return ctx.emit("Or", [ctx.emit("And", [condition, a]), ctx.emit("And", [ctx.emit("Not", [condition]), b])],
+                        [output])
+    picked = ctx.emit("Mul", [ctx.emit("Sub", [a, b]), ctx.emit("Cast", [condition], to=code)])
+    return ctx.emit("Add", [b, picked], [output])
 
 
 @rule("Eye", versions=(9,), onnx="Equal(Range(cols) - Range(rows)[:, None], diagonal) + Cast (+ Expand for batch)",

@@ -13,22 +13,33 @@ _UNSIGNED = {TensorProto.INT8: TensorProto.UINT8, TensorProto.INT16: TensorProto
 _SHIFTABLE = frozenset(_UNSIGNED) | frozenset(_UNSIGNED.values())
 
 
-@rule("IsNaN", versions=(10,), onnx="IsNaN")
+def _float_data(ctx, node, kernels) -> str:
+    """Input 0, cast exactly to f32 when onnxruntime has no kernel for its type (f16 IsInf, bf16)."""
+    data = ctx.inp(node, 0)
+    return data if ctx.elem(node, 0) in kernels else ctx.emit("Cast", [data], to=TensorProto.FLOAT)
+
+
+_IS_NAN_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
+_IS_INF_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE)
+
+
+@rule("IsNaN", versions=(10,), onnx="IsNaN (bf16 through an exact Cast to f32)")
 def is_nan(ctx, node):
-    ctx.emit("IsNaN", [ctx.inp(node, 0)], [ctx.out(node)])
+    ctx.emit("IsNaN", [_float_data(ctx, node, _IS_NAN_TYPES)], [ctx.out(node)])
 
 
-@rule("IsInf", versions=(10,), onnx="IsInf", notes="detect_negative / detect_positive are ONNX's attributes")
+@rule("IsInf", versions=(10,), onnx="IsInf (f16/bf16 through an exact Cast to f32)",
+      notes="detect_negative / detect_positive are ONNX's attributes")
 def is_inf(ctx, node):
     attributes = node.get_attributes()
-    ctx.emit("IsInf", [ctx.inp(node, 0)], [ctx.out(node)],
+    ctx.emit("IsInf", [_float_data(ctx, node, _IS_INF_TYPES)], [ctx.out(node)],
              detect_negative=int(bool(attributes.get("detect_negative", True))),
              detect_positive=int(bool(attributes.get("detect_positive", True))))
 
 
-@rule("IsFinite", versions=(10,), onnx="Not(Or(IsNaN, IsInf))")
+@rule("IsFinite", versions=(10,), onnx="Not(Or(IsNaN, IsInf)) (f16/bf16 through an exact Cast to f32)")
 def is_finite(ctx, node):
-    data = ctx.inp(node, 0)
+    data = _float_data(ctx, node, _IS_INF_TYPES)
     ctx.emit("Not", [ctx.emit("Or", [ctx.emit("IsNaN", [data]), ctx.emit("IsInf", [data])])], [ctx.out(node)])
 
 

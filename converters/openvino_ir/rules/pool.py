@@ -160,7 +160,9 @@ def _dilated_average(ctx, node, x: str, w, rounding: str, exclude: bool) -> str:
         raise Unsupported("dilations need static spatial dims (the divisors are computed at import)")
     begin = pads_begin(w, sizes, outputs)
     end = floor_end_pads(sizes, outputs, begin, w)
-    dtype = np.float64 if ctx.elem(node, 0) == TensorProto.DOUBLE else np.float32
+    if ctx.elem(node, 0) == TensorProto.DOUBLE:
+        raise Unsupported("dilations on f64 data (onnxruntime's Conv takes no f64)")
+    dtype = np.float32
     if exclude:
         real = np.zeros([s + b + e for s, b, e in zip(sizes, begin, end)])
         real[tuple(slice(b, b + s) for b, s in zip(begin, sizes))] = 1
