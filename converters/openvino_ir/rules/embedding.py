@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 from .._registry import Unsupported, rule
 
 _I64 = TensorProto.INT64
+_TABLE_REFUSES = ("emb_table types other than f16, f32, f64, i32, i64 (onnxruntime's ReduceSum/Where kernels)",)
 
 
 def _c(ctx, value, hint: str) -> str:
@@ -47,14 +48,14 @@ def _reduction(node) -> str:
     return str(node.get_attributes().get("reduction", "sum")).lower()
 
 
-@rule("EmbeddingBagPackedSum", versions=(3,), onnx="Gather (+ Mul) + ReduceSum")
+@rule("EmbeddingBagPackedSum", versions=(3,), onnx="Gather (+ Mul) + ReduceSum", refuses=_TABLE_REFUSES)
 def embedding_bag_packed_sum(ctx, node):
     rows = _rows(ctx, node, 1, 2)
     ctx.emit("ReduceSum", [rows, _c(ctx, [1], "bag_axis")], [ctx.out(node)], keepdims=0)
 
 
 @rule("EmbeddingBagPacked", versions=(15,), onnx="Gather (+ Mul) + ReduceSum / ReduceMean",
-      notes="reduction sum (with per_sample_weights) or mean")
+      notes="reduction sum (with per_sample_weights) or mean", refuses=_TABLE_REFUSES)
 def embedding_bag_packed(ctx, node):
     reduction = _reduction(node)
     if reduction not in ("sum", "mean"):
@@ -112,14 +113,15 @@ def _offsets_bags(ctx, node) -> tuple[str, str]:
 
 @rule("EmbeddingBagOffsetsSum", versions=(3,), onnx="Gather (+ Mul) + ScatterND add (+ Where for empty bags)",
       notes="bag b holds indices[offsets[b]:offsets[b+1]]; empty bags: the default_index row, zeros without it "
-            "or with -1 (an index past the table, which OpenVINO rejects, also gives zeros)")
+            "or with -1 (an index past the table, which OpenVINO rejects, also gives zeros)", refuses=_TABLE_REFUSES)
 def embedding_bag_offsets_sum(ctx, node):
     bag_of, bags = _offsets_bags(ctx, node)
     _scatter_bags(ctx, node, _rows(ctx, node, 1, 4), bag_of, bags, 3)
 
 
 @rule("EmbeddingBagOffsets", versions=(15,), onnx="Gather (+ Mul) + ScatterND add (+ Div for mean, Where)",
-      notes="as EmbeddingBagOffsetsSum-3, reduction sum or mean (the bag's sum over its size)")
+      notes="as EmbeddingBagOffsetsSum-3, reduction sum or mean (the bag's sum over its size)",
+      refuses=_TABLE_REFUSES)
 def embedding_bag_offsets(ctx, node):
     reduction = _reduction(node)
     if reduction not in ("sum", "mean"):
@@ -130,7 +132,7 @@ def embedding_bag_offsets(ctx, node):
 
 @rule("EmbeddingSegmentsSum", versions=(3,), onnx="Gather (+ Mul) + ScatterND add (+ Where for empty segments)",
       notes="row i added into segment segment_ids[i] of num_segments; empty segments: the default_index row, "
-            "zeros without it")
+            "zeros without it", refuses=_TABLE_REFUSES)
 def embedding_segments_sum(ctx, node):
     bags = ctx.int64_vector(node, 3)
     _scatter_bags(ctx, node, _rows(ctx, node, 1, 5), ctx.int64(node, 2), bags, 4)

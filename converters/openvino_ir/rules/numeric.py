@@ -44,8 +44,8 @@ def is_finite(ctx, node):
 
 
 @rule("BitwiseLeftShift", "BitwiseRightShift", versions=(15,),
-      onnx="BitShift (signed: Cast to the unsigned type of the width, BitwiseNot around a right shift of "
-           "negatives, Cast back)",
+      onnx="BitShift (signed: Cast to the unsigned type of the width, which ONNX defines as the two's complement "
+           "bits; right shifts as ((a ^ m) >> b) ^ m, m all ones for negatives; Cast back)",
       notes="shift counts in [0, bit width): exact; left shifts wrap modulo 2^width, right shifts of signed "
             "values are arithmetic (sign-filling). Counts outside that range are undefined in OpenVINO's spec "
             "(its CPU plugin and reference disagree) and here give onnxruntime's BitShift result. OpenVINO "
