@@ -747,3 +747,46 @@ def test_space_batch_generated(spec):
     want = ov_run(build(case, constants=True), {})
     assert_same(got, want, {}, f"SpaceToBatch/BatchToSpace {spec}")
     np.testing.assert_array_equal(got[1], x)
+
+
+@pytest.mark.torch
+@pytest.mark.slow  # ~15 s: imports torch and runs the PyTorch frontend
+def test_torch_ops_users_meet_convert_whole():
+    """What PyTorch code meets (isnan/isinf/isfinite masks, one_hot, bucketize, searchsorted, grid_sample,
+    fold, EmbeddingBag sum/mean with offsets) as openvino.convert_model writes it: imported whole into standard
+    ONNX, equal to OpenVINO CPU and to torch."""
+    torch = pytest.importorskip("torch")
+    functional = torch.nn.functional
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bag = torch.nn.EmbeddingBag(10, 4, mode="sum")
+            self.bag_mean = torch.nn.EmbeddingBag(10, 4, mode="mean")
+
+        def forward(self, x, idx, offsets, grid):
+            a = torch.where(torch.isnan(x), torch.zeros_like(x), x)
+            a = torch.where(torch.isinf(a), torch.sign(a), a)
+            finite = torch.isfinite(x).float()
+            hot = functional.one_hot(idx, 10).float()
+            buckets = torch.bucketize(a, torch.tensor([-1.0, 0.0, 1.0]))
+            found = torch.searchsorted(torch.tensor([-2.0, 0.0, 2.0]), a)
+            sampled = functional.grid_sample(a.reshape(1, 1, 4, 6), grid, padding_mode="border", align_corners=False)
+            folded = functional.fold(a.reshape(1, 4, 6), output_size=(3, 4), kernel_size=2)
+            return a, finite, hot, buckets, found, sampled, folded, self.bag(idx, offsets) + self.bag_mean(idx, offsets)
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 6)
+    x[0, 0], x[1, 1], x[2, 2] = float("nan"), float("inf"), -float("inf")
+    args = (x, torch.tensor([1, 5, 3, 3, 9, 0]), torch.tensor([0, 2, 2, 5]), torch.rand(1, 3, 5, 2) * 2.4 - 1.2)
+    model = Model().eval()
+    with torch.no_grad():
+        ov_model = ov.convert_model(model, example_input=args)
+        expected = [t.numpy() for t in model(*args)]
+    feeds = {i.get_any_name(): a.numpy() for i, a in zip(ov_model.inputs, args)}
+    imported = import_ir(ov_model)
+    assert {node.domain for node in imported.graph.node} == {""}
+    got = onnx_bridge.InferenceSession(imported).run(None, feeds)
+    assert_same(got, ov_run(ov_model, feeds), ACCUMULATION, "onnxruntime vs OpenVINO")
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, **ACCUMULATION)
