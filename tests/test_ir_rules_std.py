@@ -751,6 +751,7 @@ def test_space_batch_generated(spec):
 
 @pytest.mark.torch
 @pytest.mark.slow  # ~15 s: imports torch and runs the PyTorch frontend
+@pytest.mark.filterwarnings("ignore:torch.tensor results are registered as constants")
 def test_torch_ops_users_meet_convert_whole():
     """What PyTorch code meets (isnan/isinf/isfinite masks, one_hot, bucketize, searchsorted, grid_sample,
     fold, EmbeddingBag sum/mean with offsets) as openvino.convert_model writes it: imported whole into standard
@@ -790,3 +791,27 @@ def test_torch_ops_users_meet_convert_whole():
     assert_same(got, ov_run(ov_model, feeds), ACCUMULATION, "onnxruntime vs OpenVINO")
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, **ACCUMULATION)
+
+
+@pytest.mark.parametrize("offsets", [None, [2, 2, 7], [0, 4, 7], [7, 7, 7]], ids=str)
+def test_grouped_matmul_formula(offsets):
+    """GroupedMatMul-17 against its documented formula: OpenVINO 2026.4 runs it on no device here (no CPU kernel,
+    no reference implementation)."""
+    from openvino import opset17
+    r = rng(f"grouped-{offsets}")
+    weights = r.standard_normal((3, 4, 5)).astype(np.float32)
+    b = P([3, 4, 5], "f32", "b")
+    if offsets is None:
+        a_value = r.standard_normal((3, 2, 5)).astype(np.float32)
+        a = P([-1, -1, 5], "f32", "a")
+        model, feeds = ov.Model([opset17.grouped_matmul(a, b)], [a, b]), {"a": a_value, "b": weights}
+        want = np.einsum("gmk,gnk->gmn", a_value, weights)
+    else:
+        a_value = r.standard_normal((7, 5)).astype(np.float32)
+        a, o = P([-1, 5], "f32", "a"), P([3], "i32", "o")
+        model = ov.Model([opset17.grouped_matmul(a, b, o)], [a, b, o])
+        feeds = {"a": a_value, "b": weights, "o": np.array(offsets, np.int32)}
+        group = np.searchsorted(np.array(offsets), np.arange(7), side="right")
+        want = np.einsum("tk,tnk->tn", a_value, weights[group])
+    got = onnx_bridge.InferenceSession(import_ir(model)).run(None, feeds)
+    np.testing.assert_allclose(got[0], want, **ACCUMULATION)
