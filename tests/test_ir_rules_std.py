@@ -513,6 +513,29 @@ def sparse_cases():
     return cases
 
 
+def pillow_cases():
+    """Interpolate-11 bilinear_pillow / bicubic_pillow: ONNX Resize's antialiased linear / cubic (a = -0.5,
+    exclude_outside) at half_pixel, up and down, by sizes and by scales."""
+    cases = []
+    for mode, (calculation, target, axes), static in itertools.product(
+            ("bilinear_pillow", "bicubic_pillow"),
+            (("sizes", [4, 5], [2, 3]), ("sizes", [13, 17], [2, 3]), ("sizes", [3, 20], [2, 3]), ("sizes", [6], [3]),
+             ("scales", [0.5, 0.75], [2, 3]), ("scales", [1.5, 0.4], [2, 3]), ("scales", [2.0], [2])),
+            (True, False)):
+        if calculation == "scales" and not static:
+            continue  # refused: Pillow scales by output / input size, which needs static output sizes
+        tag = f"interpolate-11-{mode}-{calculation}{target}-axes{axes}{'-static' * static}"
+        value = np.array(target, np.int64 if calculation == "sizes" else np.float32)
+        cases.append(Case(tag, lambda p, a=(mode, calculation, value, axes): [opset11.interpolate(
+            p["x"], C(a[2]), a[0], a[1], axes=C(np.array(a[3], np.int64)))],
+            {"x": rng(tag).standard_normal((1, 2, 9, 10)).astype(np.float32)}, ACCUMULATION, static=static))
+    cases.append(Case("interpolate-11-bicubic-pillow-pads", lambda p: [opset11.interpolate(
+        p["x"], C(np.array([5, 6], np.int64)), "bicubic_pillow", "sizes", axes=C(np.array([2, 3], np.int64)),
+        pads_begin=[0, 0, 1, 2], pads_end=[0, 0, 2, 0])],
+        {"x": rng("pads").standard_normal((1, 1, 7, 8)).astype(np.float32)}, ACCUMULATION))
+    return cases
+
+
 # -- RegionYolo, ReorgYolo -------------------------------------------------------------------------------------
 def yolo_cases():
     cases = []
@@ -536,7 +559,7 @@ CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + bloc
          + grid_sample_tie_cases() + misc_cases() + yolo_cases() + topk_none_cases() + strided_slice_cases()
          + squeeze_skip_cases() + scatter_nd_sub_cases() + avg_pool_dilated_cases()
          + adaptive_dynamic_cases() + nms_old_cases() + embedding_cases()
-         + slice_scatter_and_patches_cases() + color_cases() + sparse_cases())
+         + slice_scatter_and_patches_cases() + color_cases() + sparse_cases() + pillow_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -552,8 +575,8 @@ def test_import_matches_openvino(case):
 #: its Convert saturates where ONNX Cast wraps integers (signed shifts, ScatterNDUpdate sub on u8 negate
 #: through 0 - u), its CPU plugin shifts u32/64-bit values in 32 bits, runs the f32 colour formula with fused
 #: multiply-adds (last bit), cannot run Squeeze-15 allow_axis_skip's dynamic-rank Reshape, and its reading of ONNX
-#: NonMaxSuppression differs from OpenVINO's own NMS.
-NOT_BACK = ("shift", "squeeze-15-skip", "scatter-nd-15-sub", "nms", "nv12", "i420")
+#: NonMaxSuppression and Resize with antialias (the Pillow modes) differ from OpenVINO's own ops.
+NOT_BACK = ("shift", "squeeze-15-skip", "scatter-nd-15-sub", "nms", "nv12", "i420", "interpolate-11")
 
 
 def _one_per_family():

@@ -443,8 +443,8 @@ def test_topk_ties_unspecified_order(case):
 
 #: Configurations the rules refuse: (id, build, input shapes, words the reason must contain)
 REFUSALS = [
-    *[(f"interpolate-{mode}", _interpolate(mode, "sizes", [9, 13]), {"x": [1, 2, 5, 7]}, f"mode={mode!r}")
-      for mode in ("bilinear_pillow", "bicubic_pillow")],
+    *[(f"interpolate-{mode}-scales-dynamic", _interpolate(mode, "scales", [0.5, 2.0]), {"x": [1, 2, -1, -1]},
+       "needs static output sizes") for mode in ("bilinear_pillow", "bicubic_pillow")],
     ("interpolate-nearest-simple", _interpolate("nearest", "sizes", [9, 13], nearest="simple"), {"x": [1, 2, 5, 7]},
      "nearest_mode='simple'"),
     ("interpolate-antialias-downscale", _interpolate("linear", "scales", [0.5, 2.0], antialias=True),
