@@ -397,8 +397,11 @@ def test_rule_versions_are_openvino_versions():
     from openvino._pyopenvino import NodeFactory
     from converters.openvino_ir._registry import RULES
     recorded: dict[str, set] = {}
-    for opset in range(1, 17):
-        factory = NodeFactory(f"opset{opset}")
+    for opset in range(1, 30):
+        try:
+            factory = NodeFactory(f"opset{opset}")
+        except Exception:  # past the newest opset of this OpenVINO
+            break
         for name in {name for name, _ in RULES} - {"Constant"}:  # an empty Constant cannot be made
             try:
                 recorded.setdefault(name, set()).add(factory.create(name).get_type_info().version_id)
