@@ -204,10 +204,9 @@ def grid_sample_cases():
 
 
 def grid_sample_tie_cases():
-    """Grid points exactly between pixels (nearest: rounding ties) and on the borders."""
+    """Grid points exactly between pixels (nearest's rounding ties) and on the borders."""
     cases = []
-    for mode, padding, align in itertools.product(("nearest", "bilinear", "bicubic"), ("zeros", "border", "reflection"),
-                                                  (False, True)):
+    for mode, padding, align in itertools.product(("nearest",), ("zeros", "border", "reflection"), (False, True)):
         steps = np.linspace(-1.25, 1.25, 11, dtype=np.float32)  # multiples of 1/8 (pixel halves and edges)
         grid = np.stack(np.meshgrid(steps, steps[::2]), -1)[None].astype(np.float32)
         data = np.arange(20, dtype=np.float32).reshape(1, 1, 4, 5)
@@ -318,6 +317,8 @@ def avg_pool_dilated_cases():
              ([3, 3], [1, 2], [2, 2], [0, 0], [0, 0], "same_upper"),
              ([2, 2], [2, 2], [2, 2], [0, 0], [0, 0], "same_lower"), ([2, 2], [3, 3], [2, 1], [0, 0], [0, 0], "valid")),
             ("floor", "ceil", "ceil_torch"), (True, False)):
+        if (rounding == "floor") != (kernel == [2, 2]) and exclude:  # every geometry x rounding, half the excludes
+            continue
         tag = f"avgpool16-dilated-k{kernel}-s{strides}-d{dilations}-{pad}{begin}{end}-{rounding}-exclude{exclude}"
         x = rng(tag).standard_normal((2, 3, 9, 10)).astype(np.float32)
         cases.append(Case(tag, lambda p, a=(strides, begin, end, kernel, exclude, rounding, pad, dilations): [
