@@ -3,7 +3,9 @@
 Builds OpenVINO IRs shaped like real models and measures, each run in a FRESH process (start-up included),
 the median of --repeats:
   openvino  python: core.read_model(xml) + openvino.save_model(model, out.xml)  (OpenVINO's own read + write)
-  import    python: converters.openvino_ir.import_ir(xml) + converters.model_io.save_model(onnx, out)
+  import    python: import_ir(xml, defer=Weights()) + save_model(onnx, out, weights=...): the one pass, large
+            constants written straight from OpenVINO's memory
+  proto     python: import_ir(xml) + save_model(onnx, out): a complete ModelProto in between
   cli       onnx-bridge convert model.xml -o out.onnx (the console script: start-up, per-node report, atomic
             save; external data when the weights pass protobuf's 2 GB limit)
 Columns: wall seconds of the whole process; the work alone (after the imports, clocked inside the process);
@@ -54,6 +56,10 @@ start = time.perf_counter()
 if kind == "openvino":
     model = openvino.Core().read_model(xml)
     openvino.save_model(model, out, compress_to_fp16=False)
+elif kind == "import":
+    weights = converters.model_io.Weights()
+    model = converters.openvino_ir.import_ir(xml, defer=weights)
+    converters.model_io.save_model(model, out, weights=weights)
 else:
     model = converters.openvino_ir.import_ir(xml)
     converters.model_io.save_model(model, out)
@@ -180,6 +186,9 @@ BUILDERS = {
 }
 
 
+KINDS = ("openvino", "import", "proto", "cli")
+
+
 def run(kind: str, xml: Path, directory: Path) -> dict:
     out = directory / ("out.xml" if kind == "openvino" else "out.onnx")
     script = (_CLI if kind == "cli" else _CHILD).format(root=str(ROOT))
@@ -202,7 +211,7 @@ def measure(case: str, repeats: int, directory: Path) -> tuple[dict, dict]:
     import openvino as ov
     facts = {"case": case, "ops": len(ov.Core().read_model(str(xml)).get_ordered_ops()),
              "weights": xml.with_suffix(".bin").stat().st_size}
-    runs: dict[str, list] = {kind: [] for kind in ("openvino", "import", "cli")}
+    runs: dict[str, list] = {kind: [] for kind in KINDS}
     for _ in range(repeats):  # interleaved, so load changes hit every kind alike
         for kind in runs:
             runs[kind].append(run(kind, xml, directory))

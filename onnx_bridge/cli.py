@@ -23,7 +23,9 @@ def _load(name):
         raise
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, the other subcommands get their one-line help but not their arguments
+    (building some imports their machinery: the conformance adapters, the benchmark options)."""
     parser = argparse.ArgumentParser(
         prog="onnx-bridge", description="OpenVINO-semantics ops in the ONNX world: run, convert, check.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -36,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         if module is None:
             continue
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(command)
+        if only is None or only == name:
+            module.add_arguments(command)
         command.set_defaults(_main=module.main)
     return parser
 
@@ -76,8 +79,15 @@ def clean_message(error) -> str:
     return "\n".join(lines) or type(error).__name__
 
 
+def _command(argv) -> str | None:
+    """The subcommand named by argv (the first argument not an option), if it is one."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command(argv)).parse_args(argv)
     prefix = f"onnx-bridge {args.command}"
     try:
         return int(args._main(args) or 0)

@@ -17,6 +17,8 @@ from custom_ops._types import NUMPY_TO_ONNX
 from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 from custom_ops.errors import ConversionError
 
+from ..model_io import Weights
+
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
 from ._types import carried_type, constant_array, fill_tensor, onnx_type, value_info
@@ -262,12 +264,20 @@ def _referenced(graph: onnx.GraphProto, into: set) -> set:
     return into
 
 
+#: With a Weights object, constants of more elements than this stay out of the ModelProto (graph._LIGHT_LIMIT:
+#: the lowering rules never read such a constant's value).
+DEFER_ELEMENTS = 1024
+
+
 def import_model(ov_model, *, source: str = "model", doc: str | None = None,
-                 progress: bool | None = None) -> onnx.ModelProto:
+                 progress: bool | None = None, defer: Weights | None = None) -> onnx.ModelProto:
     """ONNX of an openvino.Model; `source` names it in errors, `doc` is the model's doc_string.
 
     progress: a line on stderr now and then for long conversions (None: when stderr is a terminal or the
-    conversion takes longer than PROGRESS_AFTER seconds)."""
+    conversion takes longer than PROGRESS_AFTER seconds).
+    defer: a model_io.Weights to keep the data of constants over DEFER_ELEMENTS elements in, as views of
+    OpenVINO's weights (model_io.save_model(model, path, weights=weights) writes them straight to the file);
+    None puts every constant's bytes into the ModelProto."""
     ctx = Context()
     ctx.shared.progress = _Progress(source, progress)
     ctx.walk(ov_model)
@@ -306,7 +316,10 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     referenced = _referenced(model.graph, set())
     for name, code, array in ctx.initializers:
         if name in referenced:
-            fill_tensor(model.graph.initializer.add(), array, name, code)
+            if defer is not None and array.size > DEFER_ELEMENTS:
+                defer.defer(model.graph.initializer.add(), array, name, code)
+            else:
+                fill_tensor(model.graph.initializer.add(), array, name, code)
     return model
 
 

@@ -54,24 +54,17 @@ def numpy_type(code: int) -> np.dtype:
     return ONNX_TO_NUMPY[code]
 
 
-#: Constants at least this large are read as read-only views of OpenVINO's memory (smaller ones are copied).
-VIEW_BYTES = 1 << 20
-
-
 def constant_array(constant) -> np.ndarray:
-    """The value of an OpenVINO Constant node as a numpy array of the matching dtype (read-only when large).
+    """The value of an OpenVINO Constant node as a numpy array of the matching dtype: a read-only view of
+    OpenVINO's (often memory-mapped) weights, never a copy (the array keeps the Constant alive).
 
     Constant.get_data() hands bf16 back as raw bits typed float16; reinterpret them as bfloat16.
     """
     type_name = constant.get_element_type().get_type_name()
     if type_name in CARRIED:
         return unpack_nibbles(constant.get_data(), type_name == "i4", constant.get_output_shape(0))
-    data = np.asarray(constant.get_data())
-    if data.nbytes < VIEW_BYTES:
-        data = data.copy()
-    else:  # a read-only view of OpenVINO's (often memory-mapped) weights: no copy of large constants
-        data = data.view()
-        data.flags.writeable = False
+    data = np.asarray(constant.get_data()).view()
+    data.flags.writeable = False
     if type_name == "bf16":
         data = data.view(np.uint16).view(BFLOAT16)
     return data.reshape(tuple(constant.get_output_shape(0)))
