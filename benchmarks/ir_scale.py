@@ -19,7 +19,8 @@ Cases:
                one 23 MB embedding table
   transformer-f32  the same, weights f32
   small        a small CNN (~1 MB), where start-up dominates
-  llm          24 decoder layers of [2048, 8192] f16 MatMul weights (~1.6 GB .bin; not in the default list)
+  llm          24 decoder layers of [2048, 8192] f16 MatMul weights (~1.6 GB .bin; not in the default list):
+               the CLI writes external data (--external-data), the progress line is shown
 """
 from __future__ import annotations
 
@@ -46,9 +47,8 @@ def status(key):
         if line.startswith(key):
             return int(line.split()[1]) * 1024
 
-if kind == "openvino":
-    import openvino
-else:
+import openvino
+if kind != "openvino":
     import converters.openvino_ir, converters.model_io
 open("/proc/self/clear_refs", "w").write("5")  # reset the peak resident set
 base = status("VmRSS")
@@ -72,7 +72,7 @@ _CLI = r'''
 import json, sys, time
 sys.path.insert(0, {root!r})
 from onnx_bridge import cli
-import converters.openvino_ir  # what every conversion of an IR imports: start-up, not conversion memory
+import converters.openvino_ir, openvino  # what every conversion of an IR imports: start-up, not conversion memory
 
 def status(key):
     for line in open("/proc/self/status"):
@@ -84,7 +84,7 @@ open("/proc/self/clear_refs", "w").write("5")
 start = time.perf_counter()
 import contextlib, io
 with contextlib.redirect_stdout(io.StringIO()):
-    code = cli.main(["convert", sys.argv[2], "-o", sys.argv[3]])
+    code = cli.main(["convert", sys.argv[2], "-o", sys.argv[3], *sys.argv[4:]])
 assert code == 0, code
 print(json.dumps({{"work": time.perf_counter() - start, "peak": status("VmHWM") - base}}))
 '''
@@ -191,15 +191,17 @@ KINDS = ("openvino", "import", "proto", "cli")
 
 def run(kind: str, xml: Path, directory: Path) -> dict:
     out = directory / ("out.xml" if kind == "openvino" else "out.onnx")
-    script = (_CLI if kind == "cli" else _CHILD).format(root=str(ROOT))
+    script = (_CLI if kind.startswith("cli") else _CHILD).format(root=str(ROOT))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    extra = ["--external-data"] if kind == "cli --external-data" else []
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script, kind, str(xml), str(out)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", script, kind, str(xml), str(out), *extra], capture_output=True,
                           text=True, env=env)
     wall = time.perf_counter() - start
     if done.returncode:
         raise RuntimeError(f"{kind} failed: {done.stderr[-2000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["stderr"] = done.stderr
     for leftover in directory.glob("out.*"):
         leftover.unlink()
     result["wall"] = wall
@@ -211,12 +213,17 @@ def measure(case: str, repeats: int, directory: Path) -> tuple[dict, dict]:
     import openvino as ov
     facts = {"case": case, "ops": len(ov.Core().read_model(str(xml)).get_ordered_ops()),
              "weights": xml.with_suffix(".bin").stat().st_size}
-    runs: dict[str, list] = {kind: [] for kind in KINDS}
+    kinds = KINDS if case != "llm" else ("openvino", "import", "cli --external-data")
+    runs: dict[str, list] = {kind: [] for kind in kinds}
     for _ in range(repeats):  # interleaved, so load changes hit every kind alike
         for kind in runs:
             runs[kind].append(run(kind, xml, directory))
     results = {kind: {key: statistics.median(r[key] for r in rs) for key in ("wall", "work", "peak")}
                for kind, rs in runs.items()}
+    progress = [line for rs in runs.values() for r in rs for line in r["stderr"].replace("\r", "\n").splitlines()
+                if line.startswith(("importing", "writing"))]
+    if progress:
+        print(f"{case}: progress lines on stderr, e.g. {progress[-1]!r}", file=sys.stderr)
     for path in directory.iterdir():
         path.unlink() if path.is_file() else shutil.rmtree(path)
     return facts, results

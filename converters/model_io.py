@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +63,33 @@ EXTERNAL_AUTO_BYTES = (2 << 30) - (64 << 20)
 EXTERNAL_MIN_BYTES = 1024
 #: Offsets of tensors in the external data file are multiples of this.
 EXTERNAL_ALIGN = 64
+
+
+#: Seconds after which writing a model reports progress on stderr.
+PROGRESS_AFTER = 2.0
+
+
+class _Progress:
+    """'writing NAME: x of y MB' on stderr, at most every INTERVAL seconds, once writing is slow."""
+
+    INTERVAL = 0.5
+
+    def __init__(self, path: Path, total: int):
+        self.name, self.total, self.written = path.name, total, 0
+        self.start = self.last = time.monotonic()
+        self.shown = False
+
+    def add(self, nbytes: int) -> None:
+        self.written += nbytes
+        now = time.monotonic()
+        if now - self.start > PROGRESS_AFTER and now - self.last >= self.INTERVAL:
+            self.last, self.shown = now, True
+            print(f"\rwriting {self.name}: {self.written / 1e6:.0f} of {self.total / 1e6:.0f} MB, "
+                  f"{now - self.start:.1f} s", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            print(file=sys.stderr, flush=True)
 
 
 class Weights:
@@ -194,6 +223,7 @@ def _write_streamed(model: onnx.ModelProto, path, weights: Weights | None = None
     without initializers, then each initializer as a fragment ModelProto{graph{initializer: t}}. Protobuf
     merges repeated occurrences of an embedded message field, so the file parses to the same model.
     Deferred tensors are written straight from their arrays (no bytes object of them is made)."""
+    progress = _Progress(Path(path), _initializer_bytes(model))
     with open(path, "wb") as stream:
         stream.write(_shell(model).SerializeToString())
         for tensor in model.graph.initializer:
@@ -209,6 +239,8 @@ def _write_streamed(model: onnx.ModelProto, path, weights: Weights | None = None
             stream.write(head)
             if data is not None:
                 stream.write(data)
+            progress.add(size)
+    progress.done()
 
 
 def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None) -> None:
@@ -217,6 +249,7 @@ def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None)
     location = path.name + ".data"
     shell = _shell(model)
     offset = 0
+    progress = _Progress(path.parent / location, _initializer_bytes(model))
     with open(path.parent / location, "wb") as stream:
         for tensor in model.graph.initializer:
             deferred = weights is not None and Weights.pending(tensor)
@@ -241,6 +274,8 @@ def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None)
                 header.external_data.add(key=key, value=value)
             shell.graph.initializer.append(header)
             offset += data.nbytes
+            progress.add(data.nbytes)
+    progress.done()
     with open(path, "wb") as stream:
         stream.write(shell.SerializeToString())
 
