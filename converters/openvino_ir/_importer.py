@@ -111,8 +111,7 @@ class Context:
         base = self.node.get_friendly_name() if self.node is not None else "graph"
         name = _unique(base if self._emitted == 0 else f"{base}/{op_type}", self.shared.node_names)
         self._emitted += 1
-        self.nodes.append(helper.make_node(op_type, list(inputs), outputs, name=name, domain=domain,
-                                           **attributes))
+        self.nodes.append(_make_node(op_type, inputs, outputs, name, domain, attributes))
         if domain == DOMAIN:
             self.shared.uses_dialect = True
         return outputs[0]
@@ -228,6 +227,35 @@ class Context:
         if self.elem(node, index) in (TensorProto.INT32, TensorProto.INT64):
             return self.inp(node, index)
         return self.int64(node, index)
+
+
+_ATTRIBUTE = onnx.AttributeProto
+
+
+def _make_node(op_type: str, inputs, outputs, name: str, domain: str, attributes: dict) -> onnx.NodeProto:
+    """helper.make_node, with the common attribute kinds (int, float, str, lists of ints or floats) set
+    directly: make_attribute's generic type checks cost more than the rest of an op's conversion."""
+    node = onnx.NodeProto(op_type=op_type, name=name, domain=domain)
+    node.input.extend(inputs)
+    node.output.extend(outputs)
+    for key in sorted(attributes):
+        value = attributes[key]
+        if value is None:
+            continue
+        kind = type(value)
+        if kind is int:
+            node.attribute.add(name=key, type=_ATTRIBUTE.INT, i=value)
+        elif kind is float:
+            node.attribute.add(name=key, type=_ATTRIBUTE.FLOAT, f=value)
+        elif kind is str:
+            node.attribute.add(name=key, type=_ATTRIBUTE.STRING, s=value.encode())
+        elif kind in (list, tuple) and value and all(type(v) is int for v in value):
+            node.attribute.add(name=key, type=_ATTRIBUTE.INTS, ints=value)
+        elif kind in (list, tuple) and value and all(type(v) is float for v in value):
+            node.attribute.add(name=key, type=_ATTRIBUTE.FLOATS, floats=value)
+        else:
+            node.attribute.append(helper.make_attribute(key, value))
+    return node
 
 
 def _checked_type(ov_type, where: str) -> int:

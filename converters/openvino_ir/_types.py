@@ -63,11 +63,11 @@ def constant_array(constant) -> np.ndarray:
     type_name = constant.get_element_type().get_type_name()
     if type_name in CARRIED:
         return unpack_nibbles(constant.get_data(), type_name == "i4", constant.get_output_shape(0))
-    data = np.asarray(constant.get_data()).view()
+    data = np.asarray(constant.get_data()).view()  # shaped as the output (reading the shape costs more)
     data.flags.writeable = False
     if type_name == "bf16":
         data = data.view(np.uint16).view(BFLOAT16)
-    return data.reshape(tuple(constant.get_output_shape(0)))
+    return data
 
 
 def tensor_proto(array: np.ndarray, name: str, code: int) -> TensorProto:
