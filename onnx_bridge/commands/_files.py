@@ -86,12 +86,16 @@ def check_ir(path) -> None:
     start of the file is parsed (up to the root element); OpenVINO reports errors further in."""
     from xml.etree import ElementTree
 
+    parser, root = ElementTree.XMLPullParser(events=("start",)), None
     try:
         with open(path, "rb") as stream:
-            for _, root in ElementTree.iterparse(stream, events=("start",)):
-                break
-            else:
-                raise ModelError(f"{path} is not an OpenVINO IR: it holds no XML element")
+            while root is None:
+                chunk = stream.read(4096)
+                if not chunk:
+                    parser.close()
+                    raise ModelError(f"{path} is not an OpenVINO IR: it holds no XML element")
+                parser.feed(chunk)
+                root = next((element for _, element in parser.read_events()), None)
     except ElementTree.ParseError as error:
         raise ModelError(f"{path} is not an OpenVINO IR: not well-formed XML ({error})") from None
     if root.tag != "net":
