@@ -159,3 +159,31 @@ def test_check_ir_reads_only_the_head(tmp_path):
     head_only.write_text("<net name='x' version='11'>" + "<layer/>" * 10000 + "<unclosed")
     check_ir(head_only)  # the rest is OpenVINO's to judge
     assert os.path.getsize(head_only) > 70000
+
+
+def test_a_session_on_a_model_past_the_limit(ir, tmp_path, monkeypatch):
+    """Past protobuf's limit (here lowered) the session hands onnxruntime a copy with external data."""
+    monkeypatch.setattr(model_io, "EXTERNAL_AUTO_BYTES", 16 * 1024)
+    out = tmp_path / "model.onnx"
+    assert main(["convert", str(ir), "-o", str(out)]) == 0
+    serialized = []
+    real = onnx_bridge.session._serialized
+
+    def spy(model):
+        context = real(model)
+        serialized.append(model_io.needs_external_data(model))
+        return context
+
+    monkeypatch.setattr(onnx_bridge.session, "_serialized", spy)
+    feed = np.random.default_rng(2).standard_normal((2, 64)).astype(np.float32)
+    result = onnx_bridge.InferenceSession(str(out)).run(None, {"x": feed})[0]
+    assert serialized == [True]
+    np.testing.assert_allclose(result, _openvino(ir, feed), rtol=SUM_ORDER_TOLERANCE, atol=SUM_ORDER_TOLERANCE)
+
+
+def test_slow_writes_print_progress(ir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(model_io, "PROGRESS_AFTER", -1.0)
+    monkeypatch.setattr(model_io._Progress, "INTERVAL", 0.0)
+    weights = model_io.Weights()
+    model_io.save_model(import_ir(ir, defer=weights), tmp_path / "m.onnx", weights=weights, external_data=True)
+    assert "writing m.onnx.data: " in capsys.readouterr().err
