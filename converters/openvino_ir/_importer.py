@@ -332,16 +332,18 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
-    graph = helper.make_graph(_live(ctx.nodes, {o.name for o in outputs}),
-                              ov_model.get_friendly_name() or "openvino_model", inputs, outputs)
+    referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
+    live = _live(ctx.nodes, referenced)
     opsets = [helper.make_opsetid("", TARGET_OPSET)]
     if ctx.uses_dialect:
         opsets.append(helper.make_opsetid(DOMAIN, DIALECT_OPSET))
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION,
-                              producer_name="onnx-bridge", doc_string=doc or f"imported from {source}")
+    model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,
+                                                outputs),
+                              opset_imports=opsets, ir_version=IR_VERSION, producer_name="onnx-bridge",
+                              doc_string=doc or f"imported from {source}")
+    model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
     # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed. The others
-    # are written into the model itself (make_model copies its graph: adding them before would copy them).
-    referenced = _referenced(model.graph, set())
+    # are written straight into the model, or left to `defer` (their bytes are written by save_model).
     for name, code, array in ctx.initializers:
         if name in referenced:
             if defer is not None and array.size > DEFER_ELEMENTS:
