@@ -208,12 +208,14 @@ def run(kind: str, xml: Path, directory: Path) -> dict:
     return result
 
 
-def measure(case: str, repeats: int, directory: Path) -> tuple[dict, dict]:
+def measure(case: str, repeats: int, directory: Path, only=None) -> tuple[dict, dict]:
     xml = BUILDERS[case](directory)
     import openvino as ov
     facts = {"case": case, "ops": len(ov.Core().read_model(str(xml)).get_ordered_ops()),
              "weights": xml.with_suffix(".bin").stat().st_size}
     kinds = KINDS if case != "llm" else ("openvino", "import", "cli --external-data")
+    if only:
+        kinds = [kind for kind in kinds if kind == "openvino" or kind.split()[0] in only]
     runs: dict[str, list] = {kind: [] for kind in kinds}
     for _ in range(repeats):  # interleaved, so load changes hit every kind alike
         for kind in runs:
@@ -236,12 +238,14 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     parser.add_argument("--dir", help="build the IRs here (default: a temporary directory)")
+    parser.add_argument("--kind", action="append", choices=KINDS,
+                        help="measure only these (repeatable; openvino is always measured)")
     args = parser.parse_args(argv)
     header = ("case", "kind", "wall s", "vs openvino", "work s", "vs openvino", "peak MB", "peak / weights")
     rows = []
     for case in args.case or ["transformer", "transformer-f32", "small"]:
         with tempfile.TemporaryDirectory(dir=args.dir) as name:
-            facts, results = measure(case, args.repeats, Path(name))
+            facts, results = measure(case, args.repeats, Path(name), args.kind)
         print(f"{case}: {facts['ops']} ops, weights {facts['weights'] / 1e6:.1f} MB, {args.repeats} runs each",
               file=sys.stderr)
         base = results["openvino"]

@@ -24,8 +24,8 @@ def _load(name):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with `only`, the other subcommands get their one-line help but not their arguments
-    (building some imports their machinery: the conformance adapters, the benchmark options)."""
+    """The parser; with `only` (the command being run), the other subcommands' modules are not even
+    imported (some import their machinery: numpy, the conformance adapters, the benchmark options)."""
     parser = argparse.ArgumentParser(
         prog="onnx-bridge", description="OpenVINO-semantics ops in the ONNX world: run, convert, check.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -34,12 +34,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name, help=argparse.SUPPRESS)  # (never parsed in this run)
+            continue
         module = _load(name)
         if module is None:
             continue
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        if only is None or only == name:
-            module.add_arguments(command)
+        module.add_arguments(command)
         command.set_defaults(_main=module.main)
     return parser
 
@@ -80,9 +82,9 @@ def clean_message(error) -> str:
 
 
 def _command(argv) -> str | None:
-    """The subcommand named by argv (the first argument not an option), if it is one."""
-    first = next((a for a in argv if not a.startswith("-")), None)
-    return first if first in COMMANDS else None
+    """The subcommand named by argv (the first argument, when it is one); None for anything else, e.g.
+    `--help` first (the full parser then lists every command)."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
 
 
 def main(argv=None) -> int:
