@@ -21,7 +21,7 @@ from ..model_io import Weights
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
-from ._types import carried_type, constant_array, fill_tensor, onnx_type, value_info
+from ._types import MappedPages, carried_type, constant_array, fill_tensor, onnx_type, value_info
 
 
 def _unique(wanted: str, taken: set) -> str:
@@ -344,12 +344,15 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
     # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed. The others
     # are written straight into the model, or left to `defer` (their bytes are written by save_model).
+    mapped = MappedPages() if defer is None else None
     for name, code, array in ctx.initializers:
         if name in referenced:
             if defer is not None and array.size > DEFER_ELEMENTS:
                 defer.defer(model.graph.initializer.add(), array, name, code)
             else:
                 fill_tensor(model.graph.initializer.add(), array, name, code)
+                if mapped is not None:  # copied: the weights are not held twice
+                    mapped.release(array)
     return model
 
 
