@@ -22,6 +22,7 @@ from custom_ops.errors import ConversionError
 
 from . import lowering, raising  # noqa: F401  (register the rules)
 from ._driver import MODES, lower, raise_
+from .graph import all_graphs
 from .registry import LOWERING, RAISING
 from .report import NodeReport, Report
 
@@ -93,7 +94,9 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
         deferred = weights if weights is not None else Weights() if output is not None else None
         model = _openvino_ir().import_ir(model, defer=None if to != "standard" else deferred)
         if deferred is not None and len(deferred) and opset_of(model, DOMAIN) is not None:
-            deferred.materialize(model)  # lowering rules read constants of the dialect nodes from the model
+            # the lowering rules read their nodes' constant inputs from the model
+            deferred.materialize(model, {name for graph in all_graphs(model.graph) for node in graph.node
+                                         if node.domain == DOMAIN for name in node.input})
     else:
         deferred, model = None, load_model(model)
     if to == "standard":

@@ -132,10 +132,10 @@ class Weights:
         array = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
         return memoryview(array.reshape(-1).view(np.uint8))
 
-    def materialize(self, model: onnx.ModelProto) -> onnx.ModelProto:
-        """Put every deferred tensor's bytes into `model` (in place; returns it)."""
+    def materialize(self, model: onnx.ModelProto, names=None) -> onnx.ModelProto:
+        """Put every deferred tensor's bytes (or those of `names`) into `model` (in place; returns it)."""
         for tensor in _initializers(model):
-            if self.pending(tensor):
+            if self.pending(tensor) and (names is None or tensor.name in names):
                 data = self.data(tensor)
                 del tensor.external_data[:]
                 tensor.ClearField("data_location")

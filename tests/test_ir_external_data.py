@@ -207,3 +207,28 @@ def test_released_mapped_pages_still_read_the_same(tmp_path):
     feed = np.ones((2, 128), np.float32)
     np.testing.assert_allclose(core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})(
         {"x": feed})[0], feed @ weights, rtol=1e-5, atol=1e-4)
+
+
+def test_dialect_nodes_read_their_deferred_constants(tmp_path):
+    """An IR with a dialect op (lowered by convert): the op's large constant input is put into the model
+    before lowering, the other large constants stay deferred; the written model equals OpenVINO."""
+    rng = np.random.default_rng(4)
+    x = op.parameter([2, 64], ov.Type.f32, name="x")
+    table = rng.standard_normal((64, 64)).astype(np.float32)
+    updated = op.scatter_update(op.constant(table), op.constant(np.int64([3, 1])), op.relu(x),
+                                op.constant(np.int64(0)))
+    weights = rng.standard_normal((64, 48)).astype(np.float32)
+    value = op.matmul(updated, op.constant(weights), False, False)
+    xml = tmp_path / "scatter.xml"
+    ov.save_model(ov.Model([value], [x], "scatter"), str(xml), compress_to_fp16=False)
+    out = tmp_path / "scatter.onnx"
+    assert main(["convert", str(xml), "-o", str(out)]) == 0
+    written = onnx.load(out)
+    assert not any(n.domain for n in written.graph.node)  # lowered to standard ONNX
+    feed = rng.standard_normal((2, 64)).astype(np.float32)
+    np.testing.assert_allclose(onnx_bridge.InferenceSession(str(out)).run(None, {"x": feed})[0],
+                               _openvino(xml, feed), rtol=SUM_ORDER_TOLERANCE, atol=SUM_ORDER_TOLERANCE)
+    weights_store = model_io.Weights()
+    model, _ = convert(xml, weights=weights_store)
+    pending = {t.name for t in model.graph.initializer if model_io.Weights.pending(t)}
+    assert len(pending) == 1 and np.array_equal(weights_store.arrays[pending.pop()], weights)
