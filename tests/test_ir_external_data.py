@@ -79,7 +79,7 @@ def test_deferred_data_without_its_weights_is_refused(ir, tmp_path):
 
 
 @pytest.mark.parametrize("automatic", [False, True], ids=["--external-data", "past-the-limit"])
-def test_cli_writes_external_data_that_runs(ir, tmp_path, monkeypatch, automatic):
+def test_cli_writes_external_data_that_runs(ir, tmp_path, monkeypatch, capsys, automatic):
     out = tmp_path / "out" / "model.onnx"
     args = ["convert", str(ir), "-o", str(out)]
     if automatic:
@@ -87,6 +87,7 @@ def test_cli_writes_external_data_that_runs(ir, tmp_path, monkeypatch, automatic
     else:
         args.append("--external-data")
     assert main(args) == 0
+    assert f"wrote {out} and {out}.data" in capsys.readouterr().out
     data = out.parent / "model.onnx.data"
     assert data.is_file() and sorted(p.name for p in out.parent.iterdir()) == ["model.onnx", "model.onnx.data"]
     header = onnx.load(out, load_external_data=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import onnx
 
-from converters.model_io import Weights, save_model
+from converters.model_io import Weights, needs_external_data, save_model
 from onnx_bridge.errors import ConversionError
 
 from ._files import Outputs, check_input
@@ -100,7 +100,11 @@ def main(args) -> int:
     outputs.commit()
     for line in invalid:
         print(f"warning: written with a node that can never run: {line}")
-    print(f"wrote {args.output}" + (f" and {Path(args.output).with_suffix('.bin')}" if to_ir else ""))
+    if to_ir:
+        companion = f" and {Path(args.output).with_suffix('.bin')}"
+    else:  # (the choice save_model made)
+        companion = f" and {args.output}.data" if args.external_data or needs_external_data(model) else ""
+    print(f"wrote {args.output}{companion}")
     return 0
 
 
