@@ -19,6 +19,7 @@ Cases:
                one 23 MB embedding table
   transformer-f32  the same, weights f32
   small        a small CNN (~1 MB), where start-up dominates
+  resnet18     torchvision's resnet18 through ov.convert_model (needs torch; not in the default list)
   llm          24 decoder layers of [2048, 8192] f16 MatMul weights (~1.6 GB .bin; not in the default list):
                the CLI writes external data (--external-data), the progress line is shown
 """
@@ -178,11 +179,29 @@ def build_llm(directory: Path, layers=24, hidden=2048, inner=8192) -> Path:
     return xml
 
 
+def build_resnet18(directory: Path) -> Path:
+    """torchvision's resnet18 (random weights, f32) through ov.convert_model: a real CNN's IR."""
+    import openvino as ov
+    import torch
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.zoo import import_torchvision  # (torchvision's C ops do not load beside CPU torch)
+
+    torchvision = import_torchvision()
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None).eval()
+    converted = ov.convert_model(model, example_input=torch.zeros(1, 3, 224, 224))
+    xml = directory / "resnet18.xml"
+    ov.save_model(converted, str(xml), compress_to_fp16=False)
+    return xml
+
+
 BUILDERS = {
     "transformer": lambda d: build_transformer(d),
     "transformer-f32": lambda d: build_transformer(d, f16=False),
     "small": build_small,
     "llm": build_llm,
+    "resnet18": build_resnet18,
 }
 
 
