@@ -276,6 +276,8 @@ def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None)
             offset += data.nbytes
             progress.add(data.nbytes)
     progress.done()
+    if not offset:  # no tensor large enough: no data file
+        (path.parent / location).unlink()
     with open(path, "wb") as stream:
         stream.write(shell.SerializeToString())
 
@@ -289,7 +291,8 @@ def save_model(model: onnx.ModelProto, path, *, external_data: bool | None = Non
                weights: Weights | None = None) -> Path:
     """Write `model` to `path` atomically (a staging directory beside it, then renames).
 
-    external_data: True writes the weights to `path`.data beside it (ONNX external data, location relative);
+    external_data: True writes the weights to `path`.data beside it (ONNX external data, location relative;
+    tensors under EXTERNAL_MIN_BYTES stay in the .onnx, and no .data is written when all are that small);
     None (default) does so only when they pass protobuf's 2 GB limit (EXTERNAL_AUTO_BYTES); False never.
     weights: the Weights holding `model`'s deferred initializers (written straight from their arrays).
     Large models are written tensor by tensor, so saving needs no second copy of the weights."""
@@ -309,7 +312,7 @@ def save_model(model: onnx.ModelProto, path, *, external_data: bool | None = Non
             _write_streamed(model, target, weights)
         else:
             onnx.save(model, str(target))
-        written = [target] + ([staging / f"{path.name}.data"] if external_data else [])
+        written = [target] + [file for file in [staging / f"{path.name}.data"] if file.exists()]
         for file in reversed(written):  # the data first: the model never refers to a missing file
             os.chmod(file, 0o666 & ~umask)  # (mkdtemp makes a 0700 directory; files get the usual mode)
             os.replace(file, path.parent / file.name)

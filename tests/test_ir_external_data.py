@@ -233,3 +233,19 @@ def test_dialect_nodes_read_their_deferred_constants(tmp_path):
     model, _ = convert(xml, weights=weights_store)
     pending = {t.name for t in model.graph.initializer if model_io.Weights.pending(t)}
     assert len(pending) == 1 and np.array_equal(weights_store.arrays[pending.pop()], weights)
+
+
+def test_external_data_of_a_model_without_large_tensors(tmp_path, capsys):
+    """--external-data on an ONNX input whose tensors are all small: one file, and the message says so."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Add", ["x", "b"], ["y"])], "small",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+                              [numpy_helper.from_array(np.arange(4, dtype=np.float32), "b")])
+    source = tmp_path / "in.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10), source)
+    out = tmp_path / "out.onnx"
+    assert main(["convert", str(source), "-o", str(out), "--external-data"]) == 0
+    assert f"wrote {out}\n" in capsys.readouterr().out and not (tmp_path / "out.onnx.data").exists()
+    assert np.array_equal(numpy_helper.to_array(onnx.load(out).graph.initializer[0]), np.arange(4))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import onnx
 
-from converters.model_io import Weights, needs_external_data, save_model
+from converters.model_io import Weights, save_model
 from onnx_bridge.errors import ConversionError
 
 from ._files import Outputs, check_input
@@ -74,9 +74,12 @@ def main(args) -> int:
         outputs.add(args.output, lambda staging: _write_ir(converted["model"], staging / Path(args.output).name),
                     "output", companions=(".bin",))
     else:
-        outputs.add(args.output, lambda staging: save_model(
-            converted["model"], staging / Path(args.output).name, external_data=args.external_data or None,
-            weights=weights), optional=(Path(args.output).name + ".data",))
+        def write_onnx(staging: Path) -> None:
+            target = staging / Path(args.output).name
+            save_model(converted["model"], target, external_data=args.external_data or None, weights=weights)
+            converted["data"] = target.with_name(target.name + ".data").exists()
+
+        outputs.add(args.output, write_onnx, optional=(Path(args.output).name + ".data",))
     if args.report:
         outputs.add(args.report, lambda staging: (staging / Path(args.report).name).write_text(
             converted["report"].to_json() + "\n"), "report")
@@ -102,8 +105,8 @@ def main(args) -> int:
         print(f"warning: written with a node that can never run: {line}")
     if to_ir:
         companion = f" and {Path(args.output).with_suffix('.bin')}"
-    else:  # (the choice save_model made)
-        companion = f" and {args.output}.data" if args.external_data or needs_external_data(model) else ""
+    else:
+        companion = f" and {args.output}.data" if converted.get("data") else ""
     print(f"wrote {args.output}{companion}")
     return 0
 
