@@ -10,7 +10,7 @@ the median of --repeats:
             save; external data when the weights pass protobuf's 2 GB limit)
 Columns: wall seconds of the whole process; the work alone (after the imports, clocked inside the process);
 peak memory = the process's peak resident set (VmHWM) minus its resident set after the imports, as a multiple
-of the weights file (.bin). Targets (issues 23 and 25): import <= 1.5x openvino's read + save (start-up
+of the weights file (.bin). Targets: import <= 1.5x openvino's read + save (start-up
 included) and peak <= 1.5x the weights; the >= 1 GB LLM case <= 2x openvino's time.
 
 Cases:
