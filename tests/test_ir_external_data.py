@@ -11,6 +11,7 @@ import pytest
 from onnx import numpy_helper
 
 import onnx_bridge
+import onnx_bridge.session
 from converters import convert, model_io
 from onnx_bridge.cli import main
 
