@@ -43,6 +43,7 @@ test-lowest: $(LOWEST_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/real_models.py
 
 conformance: $(STAMP)
 	$(BIN)/onnx-bridge conformance

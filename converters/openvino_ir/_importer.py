@@ -22,6 +22,7 @@ from ..model_io import Weights
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
 from ._types import MappedPages, carried_type, constant_array, fill_tensor, onnx_type, value_info
+from .rules.quantization import dequantized_weights
 
 
 def _unique(wanted: str, taken: set) -> str:
@@ -49,6 +50,8 @@ class _Shared:
         self.problems: list[str] = []
         self.visited = 0
         self.progress = None  # callable(count) for long conversions
+        self.int8 = "qdq"  # FakeQuantize form: "qdq" or "exact" (rules/quantization.py)
+        self.notes: list[str] = []  # model-level notes for the conversion report
 
 
 class Context:
@@ -292,22 +295,34 @@ def _referenced(graph: onnx.GraphProto, into: set) -> set:
     return into
 
 
+#: FakeQuantize forms (rules/quantization.py): "qdq" QuantizeLinear/DequantizeLinear where the limits map,
+#: "exact" OpenVINO's reference formula everywhere
+INT8_FORMS = ("qdq", "exact")
+
+
+
 #: With a Weights object, constants of more elements than this stay out of the ModelProto (graph._LIGHT_LIMIT:
 #: the lowering rules never read such a constant's value).
 DEFER_ELEMENTS = 1024
 
 
 def import_model(ov_model, *, source: str = "model", doc: str | None = None,
-                 progress: bool | None = None, defer: Weights | None = None) -> onnx.ModelProto:
+                 progress: bool | None = None, defer: Weights | None = None,
+                 int8: str = "qdq", notes: list | None = None) -> onnx.ModelProto:
     """ONNX of an openvino.Model; `source` names it in errors, `doc` is the model's doc_string.
 
     progress: a line on stderr now and then for long conversions (None: when stderr is a terminal or the
     conversion takes longer than PROGRESS_AFTER seconds).
     defer: a model_io.Weights to keep the data of constants over DEFER_ELEMENTS elements in, as views of
     OpenVINO's weights (model_io.save_model(model, path, weights=weights) writes them straight to the file);
-    None puts every constant's bytes into the ModelProto."""
+    None puts every constant's bytes into the ModelProto.
+    int8: the form of FakeQuantize, one of INT8_FORMS. notes: a list that receives model-level notes (e.g.
+    each FakeQuantize kept in the exact form, with the reason)."""
+    if int8 not in INT8_FORMS:
+        raise ConversionError(f"unknown int8 form {int8!r}; choose one of {', '.join(INT8_FORMS)}")
     ctx = Context()
     ctx.shared.progress = _Progress(source, progress)
+    ctx.shared.int8 = int8
     ctx.walk(ov_model)
     ctx.shared.progress.done()
     shared = ctx.shared
@@ -320,6 +335,8 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         lines += [f"unsupported configuration: {problem}" for problem in shared.problems]
         lines.append("supported ops: converters.openvino_ir.supported_ops() / docs/openvino_ir.md")
         raise ConversionError("\n  ".join(lines))
+    if notes is not None:
+        notes.extend(shared.notes)
 
     ctx.begin(None)
     inputs = [ctx.inputs[p.get_name()] for p in ov_model.get_parameters()]
@@ -332,6 +349,8 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
+    if int8 == "qdq":
+        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values())
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
     live = _live(ctx.nodes, referenced)
     opsets = [helper.make_opsetid("", TARGET_OPSET)]

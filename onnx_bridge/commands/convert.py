@@ -1,5 +1,5 @@
 """onnx-bridge convert IN -o OUT --to standard|openvino|openvino-ir [--mode ...] [--strict] [--as-functions]
-[--report F.json]
+[--int8 qdq|exact] [--report F.json]
 
 Every output (-o, the .bin of an IR, --report) is checked before converting and written all-or-nothing
 (onnx_bridge/commands/_files.py)."""
@@ -38,6 +38,11 @@ def add_arguments(parser) -> None:
                         help="(--to standard) keep each dialect node with an exact lowering as a call of a "
                              "model-local function whose body is that lowering: plain onnxruntime runs it, "
                              "tools still see the op, --to openvino restores the plain node")
+    parser.add_argument("--int8", choices=("qdq", "exact"), default="qdq",
+                        help="(OpenVINO IR input) qdq: FakeQuantize as QuantizeLinear/DequantizeLinear where its "
+                             "limits map onto a scale and zero point, so onnxruntime runs integer kernels "
+                             "(default; the others stay exact, noted in the report); exact: OpenVINO's "
+                             "reference formula everywhere")
     parser.add_argument("--report", metavar="FILE.json", help="also write the report as JSON")
     parser.add_argument("--allow-invalid", action="store_true",
                         help="write the result even when a dialect node in it can never run (a required "
@@ -86,7 +91,7 @@ def main(args) -> int:
 
     try:
         model, report = convert(source, to="openvino" if to_ir else args.to, mode=args.mode, strict=args.strict,
-                                as_functions=args.as_functions, weights=weights)
+                                as_functions=args.as_functions, weights=weights, int8=args.int8)
     except ConversionError as error:
         if source.suffix.lower() == ".xml":  # the importer lists every unsupported op and configuration
             raise RefusedModelError(f"refused: {error}") from None
