@@ -19,6 +19,7 @@ from custom_ops.errors import ConversionError
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
+from .rules.state import beam_gathers, state_boundary
 from ._types import carried_type, constant_array, fill_tensor, onnx_type, value_info
 
 
@@ -47,6 +48,8 @@ class _Shared:
         self.problems: list[str] = []
         self.visited = 0
         self.progress = None  # callable(count) for long conversions
+        self.states: dict[str, dict] = {}  # variable id -> its ReadValue/Assign (rules/state.py)
+        self.passthrough: set[str] = set()  # OV nodes whose output is their input 0 (beam_idx Gathers)
 
 
 class Context:
@@ -60,6 +63,7 @@ class Context:
         self.inputs: dict[str, onnx.ValueInfoProto] = {}   # OV node name -> graph input
         self.outputs: dict[str, str] = {}                  # OV Result name -> value it outputs
         self.node = None  # the OpenVINO node being converted
+        self.is_body = False
         self._emitted = 0  # nodes emitted for the current OpenVINO node
 
     @property
@@ -139,6 +143,9 @@ class Context:
                     shared.problems.append(f"{op_label(outer)} {outer.get_friendly_name()!r}: body parameter "
                                            f"{node.get_friendly_name()!r} is not connected")
                 continue
+            if node.get_name() in shared.passthrough:
+                self.bind(node.output(0), self.inp(node, 0))
+                continue
             handler = find(node)
             if handler is None:
                 shared.missing[op_label(node)] += 1
@@ -156,6 +163,7 @@ class Context:
     def body(self) -> "Context":
         """A Context for a subgraph of the current node (If branch, Loop body)."""
         sub = Context(self.shared)
+        sub.is_body = True
         sub.begin(self.node)
         return sub
 
@@ -270,9 +278,15 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     conversion takes longer than PROGRESS_AFTER seconds)."""
     ctx = Context()
     ctx.shared.progress = _Progress(source, progress)
+    ctx.shared.passthrough, beam_idx = beam_gathers(ov_model)
     ctx.walk(ov_model)
     ctx.shared.progress.done()
     shared = ctx.shared
+    if shared.states and not shared.problems:
+        try:
+            state_inputs, state_outputs = state_boundary(ctx)
+        except Unsupported as reason:
+            shared.problems.append(f"state: {reason}")
     if shared.missing or shared.problems:
         lines = [f"cannot import {source} into ONNX"]
         if shared.missing:
@@ -284,13 +298,15 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         raise ConversionError("\n  ".join(lines))
 
     ctx.begin(None)
-    inputs = [ctx.inputs[p.get_name()] for p in ov_model.get_parameters()]
+    inputs = [ctx.inputs[p.get_name()] for p in ov_model.get_parameters() if p.get_name() != beam_idx]
+    results = [(None, ctx.outputs[r.get_name()], r.input_value(0)) for r in ov_model.get_results()]
+    if shared.states:  # variables: inputs and outputs as OpenVINO's stateful_to_stateless_transformation
+        inputs += state_inputs
+        results += state_outputs
     outputs, used = [], {i.name for i in inputs} | {name for name, _, _ in ctx.initializers}
-    for result in ov_model.get_results():
-        value = ctx.outputs[result.get_name()]
-        source_output = result.input_value(0)
-        if value in used:  # a graph output must be a distinct name produced by a node
-            value = ctx.emit("Identity", [value], [ctx.unique(f"{value}_output")])
+    for wanted, value, source_output in results:
+        if value in used or (wanted is not None and value != wanted):  # a distinct name produced by a node
+            value = ctx.emit("Identity", [value], [wanted or ctx.unique(f"{value}_output")])
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
