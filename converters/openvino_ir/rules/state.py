@@ -17,7 +17,8 @@ A ReadValue-6 initializer subgraph (ReadValue-3 always has one) gives the first 
 shape has a static 0 dim (optimum-intel's zeros [batch, kv_heads, 0, head_dim]) the initial state is an
 empty tensor and an empty past fed at the first step is the same thing: the past is used as it is.
 Otherwise the model computes the initializer too and takes it when the fed past is empty (0 elements):
-If(size(past) == 0, initializer, past). A ReadValue-6 without initializer starts from zeros of the
+If(size(past) == 0, initializer, past), and the past's dims are all dynamic (so that an empty one can be
+fed: the only departure from the pass, whose input keeps the variable's shape). A ReadValue-6 without initializer starts from zeros of the
 variable's shape; the past is used as it is.
 """
 from __future__ import annotations
@@ -103,6 +104,9 @@ def read_value(ctx, node):
     if node.get_input_size() == 0 or _empty_initial(node):
         ctx.emit("Identity", [past], [ctx.out(node)])
         return
+    shape = node.get_output_partial_shape(0)  # every dim dynamic, so that an empty past can be fed
+    entry["input"] = helper.make_tensor_value_info(
+        past, code, [f"{past}_{axis}" for axis in range(shape.rank.get_length())] if shape.rank.is_static else None)
     initial = ctx.inp(node, 0)
     size = ctx.emit("Size", [past])
     empty = ctx.emit("Equal", [size, ctx.const(np.array(0, np.int64), "zero")])
