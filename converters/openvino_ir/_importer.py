@@ -19,6 +19,7 @@ from custom_ops.errors import ConversionError
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
+from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT
 from .rules.state import beam_gathers, state_boundary
 from ._types import carried_type, constant_array, fill_tensor, onnx_type, value_info
 
@@ -50,6 +51,7 @@ class _Shared:
         self.progress = None  # callable(count) for long conversions
         self.states: dict[str, dict] = {}  # variable id -> its ReadValue/Assign (rules/state.py)
         self.passthrough: set[str] = set()  # OV nodes whose output is their input 0 (beam_idx Gathers)
+        self.opset_of: dict[str, int] = {}  # output of a node needing a newer default-domain opset -> it
 
 
 class Context:
@@ -312,7 +314,16 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
     graph = helper.make_graph(_live(ctx.nodes, {o.name for o in outputs}),
                               ov_model.get_friendly_name() or "openvino_model", inputs, outputs)
-    opsets = [helper.make_opsetid("", TARGET_OPSET)]
+    opset = max([TARGET_OPSET] + [shared.opset_of.get(n.output[0], 0) for n in graph.node])
+    if opset > TARGET_OPSET:  # 4-bit weights: DequantizeLinear-21 (rules/quantization.py)
+        changed = sorted({f"{n.op_type} ({CHANGED_BY_OPSET_21[n.op_type]})" for n in graph.node
+                          if n.op_type in CHANGED_BY_OPSET_21})
+        if changed:
+            raise ConversionError(f"cannot import {source} into ONNX: its compressed weights need opset "
+                                  f"{opset}, which changes {', '.join(changed)}")
+    opsets = [helper.make_opsetid("", opset)]
+    if any(n.domain == MICROSOFT for n in graph.node):
+        opsets.append(helper.make_opsetid(MICROSOFT, 1))
     if ctx.uses_dialect:
         opsets.append(helper.make_opsetid(DOMAIN, DIALECT_OPSET))
     model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .._registry import Unsupported, rule
+from .quantization import matmul_nbits
 
 
 def _transposed(ctx, node, index: int) -> str:
@@ -20,6 +21,8 @@ def _transposed(ctx, node, index: int) -> str:
       notes="1-D operands are not transposed; accumulation order differs between runtimes (last bits)",
       refuses=("transpose_a/b of an operand of dynamic rank",))
 def matmul(ctx, node):
+    if matmul_nbits(ctx, node):  # compressed weights stay compressed (rules/quantization.py)
+        return
     attributes = node.get_attributes()
     a = _transposed(ctx, node, 0) if attributes.get("transpose_a") else ctx.inp(node, 0)
     b = _transposed(ctx, node, 1) if attributes.get("transpose_b") else ctx.inp(node, 1)
