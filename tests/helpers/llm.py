@@ -134,6 +134,8 @@ def compressed(model, mode: str, group_size: int = -1):
     import nncf
 
     kwargs = {"mode": getattr(nncf.CompressWeightsMode, mode)}
-    if mode.startswith("INT4"):
-        kwargs.update(group_size=group_size, ratio=1.0, all_layers=True)
+    if mode.startswith("INT4"):  # a group larger than a layer's K: the largest that fits (down_proj has 128)
+        kwargs.update(group_size=group_size, ratio=1.0, all_layers=True,
+                      advanced_parameters=nncf.AdvancedCompressionParameters(
+                          group_size_fallback_mode=nncf.GroupSizeFallbackMode.ADJUST))
     return nncf.compress_weights(model.clone(), **kwargs)

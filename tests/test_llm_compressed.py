@@ -1,0 +1,47 @@
+"""Stateful LLaMA with nncf-compressed weights (INT4 sym/asym groups 32/64/128, INT8 sym/asym per channel):
+the weights stay compressed (MatMulNBits, DequantizeLinear; no f32 copy) and every step of prefill + decode
+equals OpenVINO's stateful InferRequest computing in f32 without dynamic quantization."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+ov = pytest.importorskip("openvino")
+pytest.importorskip("transformers")
+pytest.importorskip("nncf")
+
+import onnx_bridge  # noqa: E402
+from converters.model_io import save_model  # noqa: E402
+from converters.openvino_ir._importer import import_model  # noqa: E402
+from tests.helpers import llm  # noqa: E402
+from tests.test_llm_state import ACCUMULATION, CONFIG, _steps  # noqa: E402
+
+pytestmark = [pytest.mark.openvino, pytest.mark.torch]
+
+
+# (INT4_SYM 32/64 and INT8_SYM per channel on a small MatMul: tests/test_ir_quantization.py)
+@pytest.mark.parametrize("mode,group", [("INT4_ASYM", 32), ("INT4_SYM", 128), ("INT8_ASYM", -1)])
+def test_compressed_llama_steps_equal_openvino(mode, group, tmp_path):
+    logging.getLogger("nncf").setLevel(logging.ERROR)
+    model = llm.make_stateful(llm.compressed(llm.stateless(), mode, group))
+    onnx_model = import_model(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert ops.count("MatMulNBits") == 7 * llm.LAYERS + 1  # q k v o gate up down, lm_head
+    bits = {a.i for n in onnx_model.graph.node if n.op_type == "MatMulNBits" for a in n.attribute if a.name == "bits"}
+    assert bits == {4 if mode.startswith("INT4") else 8}
+    if group == 128:
+        assert 128 in {a.i for n in onnx_model.graph.node for a in n.attribute if a.name == "block_size"}
+    # Weights stay compressed: the initializers hold at most 1.3x the IR's .bin (f16 scales become f32);
+    # the whole file's size is dominated by the graph at this tiny size (docs/performance.md: large models).
+    ov.save_model(model, str(tmp_path / "m.xml"), compress_to_fp16=False)
+    save_model(onnx_model, tmp_path / "m.onnx")
+    data = sum(len(t.raw_data) for t in onnx_model.graph.initializer)
+    assert data <= 1.3 * (tmp_path / "m.bin").stat().st_size
+
+    request = ov.Core().compile_model(model, "CPU", CONFIG).create_infer_request()
+    session = onnx_bridge.InferenceSession(onnx_model)
+    for feed in _steps([7, 8, 9, 10, 11], 3):
+        expected = request.infer(dict(feed, beam_idx=np.zeros(1, np.int32)))["logits"]
+        np.testing.assert_allclose(session.run(["logits"], feed)[0], expected, **ACCUMULATION)
