@@ -14,7 +14,7 @@ LOWEST_STAMP := $(LOWEST)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,torch,zoo]' 'torch==2.13.0'
+	$(BIN)/python -m pip install -q -e '.[test,torch,zoo,llm]' 'torch==2.13.0'
 	touch $(STAMP)
 
 demo: $(STAMP)

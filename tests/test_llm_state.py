@@ -135,3 +135,13 @@ def test_stateful_flag_on_a_model_without_variables():
         onnx_bridge.InferenceSession(model, stateful=True)
     with pytest.raises(onnx_bridge.ModelError, match="not stateful"):
         onnx_bridge.InferenceSession(model).reset_state()
+
+
+def test_paged_attention_model_is_refused_with_the_alternative():
+    from openvino._offline_transformations import paged_attention_transformation
+
+    model = llm.stateful("llama")
+    paged_attention_transformation(model)
+    with pytest.raises(onnx_bridge.ConversionError, match=r"PagedAttentionExtension is OpenVINO GenAI's "
+                                                          r"continuous-batching.*Convert the model as exported"):
+        import_model(model)

@@ -20,7 +20,7 @@ from custom_ops.errors import ConversionError
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
 from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT
-from .rules.state import beam_gathers, state_boundary
+from .rules.state import beam_gathers, refused_model_form, state_boundary
 from ._types import carried_type, constant_array, fill_tensor, onnx_type, value_info
 
 
@@ -278,6 +278,9 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
 
     progress: a line on stderr now and then for long conversions (None: when stderr is a terminal or the
     conversion takes longer than PROGRESS_AFTER seconds)."""
+    refused = refused_model_form(ov_model)
+    if refused:
+        raise ConversionError(f"cannot import {source} into ONNX: {refused}")
     ctx = Context()
     ctx.shared.progress = _Progress(source, progress)
     ctx.shared.passthrough, beam_idx = beam_gathers(ov_model)

@@ -34,9 +34,40 @@ def kv_names(prefix: str) -> list[str]:
     return [f"{prefix}.{i}.{kv}" for i in range(LAYERS) for kv in ("key", "value")]
 
 
+def _cache_dir(kind: str) -> Path:
+    """Where the built IR is kept between runs: keyed by this file's text and the versions that shape it
+    (building imports torch and transformers and traces the model: ~10-30 s on a loaded machine)."""
+    import hashlib
+    import os
+    from importlib.metadata import version
+
+    key = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    versions = "-".join(version(p) for p in ("openvino", "transformers", "torch"))
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "onnx-bridge-tests"
+    return root / f"llm-{kind}-{key}-{versions}"
+
+
 @lru_cache(maxsize=None)
 def _stateless(kind: str):
-    """(openvino.Model with explicit past/present, HF config) — built once per process."""
+    """(openvino.Model with explicit past/present, HF config.json dict), built once and cached on disk."""
+    import openvino as ov
+
+    cache = _cache_dir(kind)
+    if (cache / "config.json").is_file():
+        return ov.Core().read_model(str(cache / "openvino_model.xml")), json.loads((cache / "config.json").read_text())
+    model, cfg = _build(kind)
+    staging = cache.with_name(cache.name + f".tmp{__import__('os').getpid()}")
+    staging.mkdir(parents=True, exist_ok=True)
+    ov.save_model(model, str(staging / "openvino_model.xml"), compress_to_fp16=False)
+    (staging / "config.json").write_text(cfg.to_json_string())
+    try:
+        staging.rename(cache)
+    except OSError:  # another process cached it first
+        pass
+    return model, json.loads(cfg.to_json_string())
+
+
+def _build(kind: str):
     import openvino as ov
     import torch
     import transformers
@@ -122,8 +153,7 @@ def write_ir(model, directory, kind: str = "llama", name: str = "openvino_model.
     directory.mkdir(parents=True, exist_ok=True)
     xml = directory / name
     ov.save_model(model, str(xml), compress_to_fp16=False)
-    cfg = _stateless(kind)[1]
-    cfg.save_pretrained(directory)
+    (directory / "config.json").write_text(json.dumps(_stateless(kind)[1]))
     (directory / "generation_config.json").write_text(json.dumps(
         {"bos_token_id": 1, "eos_token_id": 2, "do_sample": False}))
     return xml

@@ -72,6 +72,23 @@ def beam_gathers(ov_model) -> tuple[set[str], str | None]:
     return set(), None
 
 
+#: Ops of model forms that cannot become an ONNX model, with the reason and the supported alternative.
+REFUSED_OPS = {
+    "PagedAttentionExtension": (
+        "PagedAttentionExtension is OpenVINO GenAI's continuous-batching form of an LLM: its KV cache is a "
+        "block table (key_cache/value_cache, block_indices, ...) that the GenAI scheduler manages outside "
+        "the model, which no ONNX runtime provides. Convert the model as exported instead (optimum-cli export "
+        "openvino / OVModelForCausalLM: stateful ReadValue/Assign, or --disable-stateful), before "
+        "OpenVINO GenAI applies its paged-attention transformation; onnxruntime-genai then runs it (docs/llm.md)"),
+}
+
+
+def refused_model_form(ov_model) -> str | None:
+    """The reason a model's form cannot convert at all (REFUSED_OPS), or None."""
+    found = sorted({op.get_type_name() for op in ov_model.get_ordered_ops()} & REFUSED_OPS.keys())
+    return "; ".join(REFUSED_OPS[name] for name in found) or None
+
+
 def _variable_id(node) -> str:
     return str(node.get_attributes()["variable_id"])
 
