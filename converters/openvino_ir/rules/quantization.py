@@ -102,7 +102,7 @@ def _integer_constant(output):
 _QUANTIZED = {"u8": TensorProto.UINT8, "i8": TensorProto.INT8, "u4": TensorProto.UINT4, "i4": TensorProto.INT4}
 
 
-def _dequantize(ctx, multiply) -> str | None:
+def _dequantize(ctx, multiply, eight_bit: bool = True) -> str | None:
     """DequantizeLinear for Multiply(Convert(W) [- Convert(ZP)], scale) of Constants, or None when the
     subgraph is not of that form (the module doc)."""
     for data_index in (0, 1):
@@ -118,6 +118,8 @@ def _dequantize(ctx, multiply) -> str | None:
             weight = _integer_constant(multiply.input_value(data_index))
         if weight is None or weight.get_element_type().get_type_name() not in _QUANTIZED:
             continue
+        if not eight_bit and weight.get_element_type().get_type_name() in ("u8", "i8"):
+            return None
         return _emit_dequantize(ctx, weight, zero_point, constant_array(scale_node))
     return None
 
@@ -170,13 +172,13 @@ def _quantized_const(ctx, source, code: int) -> str:
     return name
 
 
-def _emit_f32(ctx, output) -> str:
+def _emit_f32(ctx, output, eight_bit: bool = True) -> str:
     """Re-emit a constant decompression subgraph computing in f32 (see the module doc), as DequantizeLinear
-    where it has that form."""
+    where it has that form (8-bit weights only when `eight_bit`)."""
     node = output.get_node()
     kind = node.get_type_name()
     if kind == "Multiply":
-        dequantized = _dequantize(ctx, node)
+        dequantized = _dequantize(ctx, node, eight_bit)
         if dequantized is not None:
             return dequantized
     if kind == "Constant":
@@ -184,7 +186,7 @@ def _emit_f32(ctx, output) -> str:
         if value.dtype == np.float16:
             return ctx.const(value.astype(np.float32), "f32")
         return ctx.value(output)  # an integer constant, already an initializer (u4/i4 unpacked)
-    inputs = [_emit_f32(ctx, node.input_value(i)) if i == 0 or kind in ("Subtract", "Multiply")
+    inputs = [_emit_f32(ctx, node.input_value(i), eight_bit) if i == 0 or kind in ("Subtract", "Multiply")
               else None for i in range(node.get_input_size())]
     if kind == "Convert":
         return ctx.emit("Cast", [inputs[0]], to=TensorProto.FLOAT)
@@ -211,7 +213,11 @@ def decompressed_in_f32(ctx, node) -> bool:
     ok, integer_convert = _constant_only(node.input_value(0))
     if not (ok and integer_convert):
         return False
-    ctx.emit("Identity", [_emit_f32(ctx, node.input_value(0))], [ctx.out(node)])
+    # An 8-bit weight read by a MatMul stays a Cast/Sub/Mul chain: onnxruntime folds it into an f32 weight at
+    # load (exact, f32 speed), while DequantizeLinear + MatMul is fused into a MatMulNBits that quantizes the
+    # activations (its default accuracy level 4) and 8-bit MatMulNBits at level 0 is 20-60x slower than f32.
+    to_matmul = any(t.get_node().get_type_name() == "MatMul" for t in node.output(0).get_target_inputs())
+    ctx.emit("Identity", [_emit_f32(ctx, node.input_value(0), not to_matmul)], [ctx.out(node)])
     return True
 
 
@@ -273,23 +279,23 @@ def matmul_nbits(ctx, node) -> bool:
         return False
     weight, zero_point, scale, block = found
     type_name = weight.get_element_type().get_type_name()
-    bits = 4 if type_name in ("u4", "i4") else 8
+    if type_name not in ("u4", "i4"):  # 8-bit MatMulNBits at accuracy level 0 is a slow path (decompressed_in_f32)
+        return False
     n, blocks = scale.shape
     k = blocks * block
-    shift = 1 << (bits - 1) if type_name in ("i4", "i8") else 0  # signed: stored as unsigned + 2^(bits-1)
-    if bits == 4 and shift == 0:  # u4 [N, K/g, g]: OpenVINO's bytes are MatMulNBits' B as they are
+    shift = 8 if type_name == "i4" else 0  # signed: stored unsigned, + 8 (MatMulNBits' default zero point is 8)
+    if not shift:  # u4: OpenVINO's bytes are MatMulNBits' B as they are (row-major, low nibble first)
         packed = np.asarray(weight.get_data()).view(np.uint8).reshape(n, blocks, block // 2)
     else:
-        values = (constant_array(weight).astype(np.int16) + shift).astype(np.uint8).reshape(n, blocks, block)
-        packed = values if bits == 8 else Nibbles.pack(values).packed.reshape(n, blocks, block // 2)
+        values = (constant_array(weight).astype(np.int16) + shift).astype(np.uint8)
+        packed = Nibbles.pack(values).packed.reshape(n, blocks, block // 2)
     inputs = [ctx.inp(node, 0), ctx.const(packed, "weight_nbits"), ctx.const(scale.reshape(-1), "scales")]
-    if zero_point is not None:
+    if zero_point is not None:  # [N, ceil(blocks / 2)]: each row packed on its own, low nibble first
         points = (np.broadcast_to(constant_array(zero_point).reshape(n, -1), (n, blocks)).astype(np.int16)
                   + shift).astype(np.uint8)
-        if bits == 4:  # each row packed on its own, low nibble first
-            points = np.concatenate([points, np.zeros((n, blocks % 2), np.uint8)], axis=1)
-            points = points[:, 0::2] | (points[:, 1::2] << 4)
-        inputs.append(ctx.const(np.ascontiguousarray(points).reshape(-1), "zero_points"))
-    ctx.emit("MatMulNBits", inputs, [ctx.out(node)], domain=MICROSOFT, K=k, N=n, bits=bits, block_size=block,
+        points = np.concatenate([points, np.zeros((n, blocks % 2), np.uint8)], axis=1)
+        inputs.append(ctx.const(np.ascontiguousarray(points[:, 0::2] | (points[:, 1::2] << 4)).reshape(-1),
+                                "zero_points"))
+    ctx.emit("MatMulNBits", inputs, [ctx.out(node)], domain=MICROSOFT, K=k, N=n, bits=4, block_size=block,
              accuracy_level=0)
     return True
