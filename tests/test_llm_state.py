@@ -96,24 +96,31 @@ def test_session_carries_the_state_like_an_infer_request():
     np.testing.assert_allclose(again, request.infer(dict(first, beam_idx=beams))["logits"], **ACCUMULATION)
 
 
-def _counter_model(initial):
-    """x -> x + state; state <- state + x; the variable starts from `initial` (an initializer subgraph of
-    x's shape when `initial` is 'ones_like_x'), no beam_idx."""
+def _counter_model(initial, version):
+    """y = 2 (state + x); state <- state + x; the variable starts from an initializer computing `initial`
+    from x (ReadValue-6 or -3), no beam_idx."""
     x = op.parameter([2, 3], ov.Type.f32, name="x")
     x.output(0).get_tensor().set_names({"x"})
-    info = VariableInfo()
-    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([2, 3]), ov.Type.f32, "counter"
-    variable = Variable(info)
     init = op.add(op.multiply(x, op.constant(np.float32(0))), op.constant(np.float32(initial)))
-    state = op.read_value(init, variable)
+    if version == 6:
+        info = VariableInfo()
+        info.data_shape, info.data_type, info.variable_id = ov.PartialShape([2, 3]), ov.Type.f32, "counter"
+        variable = Variable(info)
+        state = op.read_value(init, variable)
+    else:
+        import openvino.opset3 as op3
+        state = op3.read_value(init, "counter")
     total = op.add(state, x)
     result = op.result(op.multiply(total, op.constant(np.float32(2))))
     result.output(0).get_tensor().set_names({"y"})
-    return ov.Model([result], [op.assign(total, variable)], [x], "counter")
+    assign = op.assign(total, variable) if version == 6 else op3.assign(total, "counter")
+    assert assign.get_type_info().version_id == f"opset{version}"
+    return ov.Model([result], [assign], [x], "counter")
 
 
-def test_non_empty_initializer_and_restored_names():
-    model = _counter_model(1.5)
+@pytest.mark.parametrize("version", [3, 6])
+def test_non_empty_initializer_and_restored_names(version):
+    model = _counter_model(1.5, version)
     onnx_model = import_model(model)
     assert _io(onnx_model)[1] == ["y", "output_restored.counter"]
     assert [v.name for v in onnx_model.graph.input] == ["x", "input_restored.counter"]
