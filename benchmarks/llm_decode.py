@@ -6,6 +6,7 @@ prefill, medians over interleaved runs, of
   - OpenVINO CPU, f32 precision, no dynamic quantization (the reference the conversion matches);
   - OpenVINO CPU with its defaults (its dynamic int8 quantization of activations: an approximation);
   - onnxruntime, onnx_bridge.InferenceSession stateful: the converted model (MatMulNBits for compressed weights);
+  - the same with MatMulNBits accuracy_level 4 (onnx_bridge.llm.set_accuracy_level: an approximation, opt-in);
   - onnxruntime on the DequantizeLinear + MatMul form (the standard-ONNX alternative, not the one emitted);
 and the sizes: IR .bin vs ONNX file.
 """
@@ -83,6 +84,9 @@ def main(argv=None) -> int:
                                       "beam_idx": np.zeros(1, np.int32)})["logits"]
             runners[name] = run_ov
         forms = {"onnxruntime (emitted)": onnx_model}
+        if mode and mode.startswith("INT4"):
+            from onnx_bridge.llm import set_accuracy_level
+            forms["onnxruntime level 4 (opt-in)"] = set_accuracy_level(onnx_model.__deepcopy__(), 4)
         if mode:
             original = quantization.matmul_nbits
             _importer.rules.nn.matmul_nbits = lambda ctx, node: False
@@ -115,7 +119,7 @@ def main(argv=None) -> int:
         if ratio is None:
             print(f"{label:14s} {name} (ratio {value:.2f})")
         else:
-            print(f"{label:14s} {name:24s} {value:8.2f} ms  x{ratio:.2f}")
+            print(f"{label:14s} {name:30s} {value:8.2f} ms  x{ratio:.2f}")
     return 0
 
 

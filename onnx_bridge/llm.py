@@ -129,3 +129,18 @@ def greedy(session, prompt, max_new_tokens: int, eos_token_id=None) -> list[int]
         if token in stop:
             break
     return tokens[len(prompt):]
+
+
+def set_accuracy_level(model: onnx.ModelProto, level: int) -> onnx.ModelProto:
+    """Set the accuracy_level of every MatMulNBits of `model` (in place; returns it). The import writes 0:
+    weights dequantized exactly in f32, activations untouched (OpenVINO's result at 1e-5). 4 is an opt-in
+    speed mode: onnxruntime quantizes the activations to int8 per block (an approximation, as OpenVINO's
+    CPU plugin does by default with DYNAMIC_QUANTIZATION_GROUP_SIZE); docs/performance.md measures both."""
+    if level not in (0, 1, 2, 3, 4):
+        raise ValueError(f"accuracy_level must be 0..4, not {level}")
+    for node in model.graph.node:
+        if node.op_type == "MatMulNBits":
+            for attribute in node.attribute:
+                if attribute.name == "accuracy_level":
+                    attribute.i = level
+    return model

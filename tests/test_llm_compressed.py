@@ -47,3 +47,17 @@ def test_compressed_llama_steps_equal_openvino(mode, group, tmp_path):
     for feed in _steps([7, 8, 9, 10, 11], 3):
         expected = request.infer(dict(feed, beam_idx=np.zeros(1, np.int32)))["logits"]
         np.testing.assert_allclose(session.run(["logits"], feed)[0], expected, **ACCUMULATION)
+
+
+def test_accuracy_level_is_opt_in():
+    from onnx import TensorProto, helper
+
+    from onnx_bridge.llm import set_accuracy_level
+    node = helper.make_node("MatMulNBits", ["x", "b", "s"], ["y"], domain="com.microsoft", K=16, N=1, bits=4,
+                            block_size=16, accuracy_level=0)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])])
+    model = set_accuracy_level(helper.make_model(graph), 4)
+    assert helper.get_attribute_value(model.graph.node[0].attribute[-1]) == 4
+    with pytest.raises(ValueError, match="0..4"):
+        set_accuracy_level(model, 7)
