@@ -58,6 +58,6 @@ def test_accuracy_level_is_opt_in():
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])])
     model = set_accuracy_level(helper.make_model(graph), 4)
-    assert helper.get_attribute_value(model.graph.node[0].attribute[-1]) == 4
+    assert {a.name: a.i for a in model.graph.node[0].attribute}["accuracy_level"] == 4
     with pytest.raises(ValueError, match="0..4"):
         set_accuracy_level(model, 7)
