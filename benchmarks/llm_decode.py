@@ -112,7 +112,8 @@ def main(argv=None) -> int:
         for name, values in times.items():
             median = statistics.median(values)
             rows.append((label, name, median * 1e3, median / reference))
-        rows.append((label, f"size: IR .bin {sizes[0] / 1e6:.2f} MB, ONNX {sizes[1] / 1e6:.2f} MB", sizes[1] / sizes[0], None))
+        size = f"size: IR .bin {sizes[0] / 1e6:.2f} MB, ONNX {sizes[1] / 1e6:.2f} MB"
+        rows.append((label, size, sizes[1] / sizes[0], None))
     print(f"LLaMA {args.layers} layers, hidden {args.hidden}, vocab {llm.VOCAB}; decode ms/token (median), "
           f"ratio to OpenVINO f32")
     for label, name, value, ratio in rows:

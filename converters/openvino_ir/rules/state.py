@@ -18,8 +18,8 @@ shape has a static 0 dim (optimum-intel's zeros [batch, kv_heads, 0, head_dim]) 
 empty tensor and an empty past fed at the first step is the same thing: the past is used as it is.
 Otherwise the model computes the initializer too and takes it when the fed past is empty (0 elements):
 If(size(past) == 0, initializer, past), and the past's dims are all dynamic (so that an empty one can be
-fed: the only departure from the pass, whose input keeps the variable's shape). A ReadValue-6 without initializer starts from zeros of the
-variable's shape; the past is used as it is.
+fed: the only departure from the pass, whose input keeps the variable's shape). A ReadValue-6 without
+initializer starts from zeros of the variable's shape; the past is used as it is.
 """
 from __future__ import annotations
 
