@@ -22,10 +22,11 @@ pytestmark = [pytest.mark.openvino, pytest.mark.torch]
 
 
 # (INT4_SYM 32/64 and INT8_SYM per channel on a small MatMul: tests/test_ir_quantization.py)
-@pytest.mark.parametrize("mode,group", [("INT4_ASYM", 32), ("INT4_SYM", 128), ("INT8_ASYM", -1)])
-def test_compressed_llama_steps_equal_openvino(mode, group, tmp_path):
+@pytest.mark.parametrize("kind,mode,group", [("llama", "INT4_ASYM", 32), ("llama", "INT4_SYM", 128),
+                                             ("llama", "INT8_ASYM", -1), ("qwen2", "INT4_ASYM", 64)])
+def test_compressed_decoder_steps_equal_openvino(kind, mode, group, tmp_path):
     logging.getLogger("nncf").setLevel(logging.ERROR)
-    model = llm.make_stateful(llm.compressed(llm.stateless(), mode, group))
+    model = llm.make_stateful(llm.compressed(llm.stateless(kind), mode, group))
     onnx_model = import_model(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     # q k v o gate up down, lm_head: 4-bit as MatMulNBits, 8-bit as a Cast/Sub/Mul chain onnxruntime folds
