@@ -94,3 +94,18 @@ def test_onnxruntime_genai_generates_openvinos_tokens(converted):
     while not generator.is_done():
         generator.generate_next_token()
     assert [int(t) for t in generator.get_sequence(0)][len(PROMPT):] == expected
+
+
+def test_genai_flag_needs_an_ir_decoder(converted, tmp_path, capsys):
+    _, onnx_path = converted
+    assert cli(["convert", str(onnx_path), "-o", str(tmp_path / "x.onnx"), "--genai"]) != 0
+    assert "--genai converts an OpenVINO IR LLM" in capsys.readouterr().err
+    assert not (tmp_path / "x.onnx").exists() and not (tmp_path / "genai_config.json").exists()
+
+
+def test_genai_flag_on_an_ir_that_is_no_decoder(tmp_path, capsys):
+    from tests.test_llm_state import _counter_model
+    ov.save_model(_counter_model(1.0, 6), str(tmp_path / "counter.xml"))
+    assert cli(["convert", str(tmp_path / "counter.xml"), "-o", str(tmp_path / "out" / "m.onnx"), "--genai"]) != 0
+    assert "not a plain decoder with a KV cache" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
