@@ -101,12 +101,12 @@ def _counter_model(initial, version):
     from x (ReadValue-6 or -3), no beam_idx."""
     x = op.parameter([2, 3], ov.Type.f32, name="x")
     x.output(0).get_tensor().set_names({"x"})
-    init = op.add(op.multiply(x, op.constant(np.float32(0))), op.constant(np.float32(initial)))
+    init = op.add(op.multiply(x, op.constant(np.float32(0))), op.constant(np.float32(initial or 0)))
     if version == 6:
         info = VariableInfo()
         info.data_shape, info.data_type, info.variable_id = ov.PartialShape([2, 3]), ov.Type.f32, "counter"
         variable = Variable(info)
-        state = op.read_value(init, variable)
+        state = op.read_value(init, variable) if initial is not None else op.read_value(variable)  # zeros
     else:
         import openvino.opset3 as op3
         state = op3.read_value(init, "counter")
@@ -118,9 +118,9 @@ def _counter_model(initial, version):
     return ov.Model([result], [assign], [x], "counter")
 
 
-@pytest.mark.parametrize("version", [3, 6])
-def test_non_empty_initializer_and_restored_names(version):
-    model = _counter_model(1.5, version)
+@pytest.mark.parametrize("version,initial", [(3, 1.5), (6, 1.5), (6, None)])
+def test_non_empty_initializer_and_restored_names(version, initial):
+    model = _counter_model(initial, version)
     onnx_model = import_model(model)
     assert _io(onnx_model)[1] == ["y", "output_restored.counter"]
     assert [v.name for v in onnx_model.graph.input] == ["x", "input_restored.counter"]
