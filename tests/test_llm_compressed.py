@@ -33,7 +33,10 @@ def test_compressed_decoder_steps_equal_openvino(kind, mode, group, tmp_path):
     assert ops.count("MatMulNBits") == (7 * llm.LAYERS + 1 if mode.startswith("INT4") else 0)
     bits = {a.i for n in onnx_model.graph.node if n.op_type == "MatMulNBits" for a in n.attribute if a.name == "bits"}
     assert bits == ({4} if mode.startswith("INT4") else set())
-    assert ops.count("DequantizeLinear") == 1  # the embedding (Gather)
+    # the embedding: GatherBlockQuantized (4-bit, on the packed data), DequantizeLinear (8-bit)
+    assert ops.count("GatherBlockQuantized") == (1 if mode.startswith("INT4") else 0)
+    assert ops.count("DequantizeLinear") == (0 if mode.startswith("INT4") else 1)
+    assert onnx_model.opset_import[0].version == 18
     if group == 128:
         assert 128 in {a.i for n in onnx_model.graph.node for a in n.attribute if a.name == "block_size"}
     # Weights stay compressed: the initializers hold at most 1.3x the IR's .bin (f16 scales become f32);

@@ -267,35 +267,65 @@ def _compressed_weight(output):
     return None
 
 
-def matmul_nbits(ctx, node) -> bool:
-    """MatMul(x f32, decompressed weight, transpose_b) as one MatMulNBits (accuracy_level 0: the weight is
-    dequantized exactly, in f32, and no activation is quantized) and True; else False."""
-    attributes = node.get_attributes()
-    if attributes.get("transpose_a") or not attributes.get("transpose_b") \
-            or node.get_input_element_type(0).get_type_name() != "f32":
-        return False
-    found = _compressed_weight(node.input_value(1))
-    if found is None:
-        return False
+def _nbits_inputs(ctx, found) -> tuple[list[str], dict] | None:
+    """([B uint8 [N, blocks, block/2], scales f32 [N * blocks], zero points uint8 [N * ceil(blocks/2)]], shape
+    facts) of a 4-bit compressed weight (_compressed_weight), written once per weight (a tied embedding and
+    lm_head share them); None for 8-bit weights."""
     weight, zero_point, scale, block = found
     type_name = weight.get_element_type().get_type_name()
     if type_name not in ("u4", "i4"):  # 8-bit MatMulNBits at accuracy level 0 is a slow path (decompressed_in_f32)
-        return False
+        return None
     n, blocks = scale.shape
-    k = blocks * block
-    shift = 8 if type_name == "i4" else 0  # signed: stored unsigned, + 8 (MatMulNBits' default zero point is 8)
-    if not shift:  # u4: OpenVINO's bytes are MatMulNBits' B as they are (row-major, low nibble first)
+    facts = {"n": n, "k": blocks * block, "blocks": blocks, "block": block}
+    cached = ctx.shared.packed.get(weight.get_name())
+    if cached is not None:
+        return cached, facts
+    shift = 8 if type_name == "i4" else 0  # signed: stored unsigned, + 8 (the default zero point is 8)
+    if not shift:  # u4: OpenVINO's bytes are B as they are (row-major, low nibble first)
         packed = np.asarray(weight.get_data()).view(np.uint8).reshape(n, blocks, block // 2)
     else:
         values = (constant_array(weight).astype(np.int16) + shift).astype(np.uint8)
         packed = Nibbles.pack(values).packed.reshape(n, blocks, block // 2)
-    inputs = [ctx.inp(node, 0), ctx.const(packed, "weight_nbits"), ctx.const(scale.reshape(-1), "scales")]
+    inputs = [ctx.const(packed, "weight_nbits"), ctx.const(scale.reshape(-1), "scales")]
     if zero_point is not None:  # [N, ceil(blocks / 2)]: each row packed on its own, low nibble first
         points = (np.broadcast_to(constant_array(zero_point).reshape(n, -1), (n, blocks)).astype(np.int16)
                   + shift).astype(np.uint8)
         points = np.concatenate([points, np.zeros((n, blocks % 2), np.uint8)], axis=1)
         inputs.append(ctx.const(np.ascontiguousarray(points[:, 0::2] | (points[:, 1::2] << 4)).reshape(-1),
                                 "zero_points"))
-    ctx.emit("MatMulNBits", inputs, [ctx.out(node)], domain=MICROSOFT, K=k, N=n, bits=4, block_size=block,
-             accuracy_level=0)
+    ctx.shared.packed[weight.get_name()] = inputs
+    return inputs, facts
+
+
+def matmul_nbits(ctx, node) -> bool:
+    """MatMul(x f32, decompressed 4-bit weight, transpose_b) as one MatMulNBits (accuracy_level 0: the weight
+    is dequantized exactly, in f32, and no activation is quantized) and True; else False."""
+    attributes = node.get_attributes()
+    if attributes.get("transpose_a") or not attributes.get("transpose_b") \
+            or node.get_input_element_type(0).get_type_name() != "f32":
+        return False
+    found = _compressed_weight(node.input_value(1))
+    packed = _nbits_inputs(ctx, found) if found is not None else None
+    if packed is None:
+        return False
+    inputs, facts = packed
+    ctx.emit("MatMulNBits", [ctx.inp(node, 0)] + inputs, [ctx.out(node)], domain=MICROSOFT, K=facts["k"],
+             N=facts["n"], bits=4, block_size=facts["block"], accuracy_level=0)
+    return True
+
+
+def gather_block_quantized(ctx, node, axis: int) -> bool:
+    """Gather(decompressed 4-bit weight [N, K], indices, axis 0) (an embedding) as one GatherBlockQuantized
+    on the same packed data as MatMulNBits (exact dequantization of the gathered rows) and True; else False."""
+    found = _compressed_weight(node.input_value(0)) if axis == 0 else None
+    packed = _nbits_inputs(ctx, found) if found is not None else None
+    if packed is None:
+        return False
+    inputs, facts = packed
+    n, blocks = facts["n"], facts["blocks"]
+    shapes = ([n, facts["k"] // 2], [n, blocks], [n, (blocks + 1) // 2])
+    reshaped = [ctx.emit("Reshape", [name, ctx.const(np.array(shape, np.int64), "shape")])
+                for name, shape in zip(inputs, shapes)]
+    ctx.emit("GatherBlockQuantized", [reshaped[0], ctx.int64_or_int32(node, 1)] + reshaped[1:], [ctx.out(node)],
+             domain=MICROSOFT, gather_axis=0, quantize_axis=1, block_size=facts["block"], bits=4)
     return True
