@@ -14,6 +14,7 @@ pytest.importorskip("nncf")
 
 import onnx_bridge  # noqa: E402
 from converters.model_io import save_model  # noqa: E402
+from converters.openvino_ir import to_openvino  # noqa: E402
 from converters.openvino_ir._importer import import_model  # noqa: E402
 from tests.helpers import llm  # noqa: E402
 from tests.test_llm_state import ACCUMULATION, CONFIG, _steps  # noqa: E402
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.openvino, pytest.mark.torch]
 
 # (INT4_SYM 32/64 and INT8_SYM per channel on a small MatMul: tests/test_ir_quantization.py)
 @pytest.mark.parametrize("kind,mode,group", [("llama", "INT4_ASYM", 32), ("llama", "INT4_SYM", 128),
-                                             ("llama", "INT8_ASYM", -1), ("qwen2", "INT4_ASYM", 64)])
+                                             ("llama", "INT8_ASYM", -1), ("qwen2_tied", "INT4_ASYM", 64)])
 def test_compressed_decoder_steps_equal_openvino(kind, mode, group, tmp_path):
     logging.getLogger("nncf").setLevel(logging.ERROR)
     model = llm.make_stateful(llm.compressed(llm.stateless(kind), mode, group))
@@ -37,6 +38,10 @@ def test_compressed_decoder_steps_equal_openvino(kind, mode, group, tmp_path):
     assert ops.count("GatherBlockQuantized") == (1 if mode.startswith("INT4") else 0)
     assert ops.count("DequantizeLinear") == (0 if mode.startswith("INT4") else 1)
     assert onnx_model.opset_import[0].version == 18
+    if kind.endswith("_tied"):  # the embedding reads lm_head's packed weight (written once)
+        producers = {o: n.op_type for n in onnx_model.graph.node for o in n.output}
+        gather = next(n for n in onnx_model.graph.node if n.op_type == "GatherBlockQuantized")
+        assert producers.get(gather.input[0]) == "Reshape"
     if group == 128:
         assert 128 in {a.i for n in onnx_model.graph.node for a in n.attribute if a.name == "block_size"}
     # Weights stay compressed: the initializers hold at most 1.3x the IR's .bin (f16 scales become f32);
@@ -48,9 +53,13 @@ def test_compressed_decoder_steps_equal_openvino(kind, mode, group, tmp_path):
 
     request = ov.Core().compile_model(model, "CPU", CONFIG).create_infer_request()
     session = onnx_bridge.InferenceSession(onnx_model)
-    for feed in _steps([7, 8, 9, 10, 11], 3):
+    for step, feed in enumerate(_steps([7, 8, 9, 10, 11], 3)):
         expected = request.infer(dict(feed, beam_idx=np.zeros(1, np.int32)))["logits"]
         np.testing.assert_allclose(session.run(["logits"], feed)[0], expected, **ACCUMULATION)
+        if step == 0 and kind == "llama":  # and back: OpenVINO reads MatMulNBits / GatherBlockQuantized
+            empty = {n: np.zeros((1, llm.KV_HEADS, 0, llm.HEAD_DIM), np.float32) for n in llm.kv_names("past_key_values")}
+            back = ov.Core().compile_model(to_openvino(onnx_model), "CPU", CONFIG)(dict(feed, **empty))["logits"]
+            np.testing.assert_allclose(back, expected, **ACCUMULATION)
 
 
 def test_accuracy_level_is_opt_in():

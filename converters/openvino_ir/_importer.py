@@ -51,7 +51,7 @@ class _Shared:
         self.progress = None  # callable(count) for long conversions
         self.states: dict[str, dict] = {}  # variable id -> its ReadValue/Assign (rules/state.py)
         self.passthrough: set[str] = set()  # OV nodes whose output is their input 0 (beam_idx Gathers)
-        self.packed: dict[str, list[str]] = {}  # 4-bit weight Constant -> its MatMulNBits inputs (quantization.py)
+        self.packed: dict[str, tuple] = {}  # 4-bit weight Constant -> its MatMulNBits inputs (quantization.py)
         self.opset_of: dict[str, int] = {}  # output of a node needing a newer default-domain opset -> it
 
 

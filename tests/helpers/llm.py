@@ -1,6 +1,7 @@
 """Tiny decoder LLMs in the forms OpenVINO ships them, built locally (random weights, no download).
 
-`decoder_ir(kind)` converts a tiny transformers LLaMA or Qwen2 (2 layers, hidden 64) with explicit past/present
+`stateful(kind)` converts a tiny transformers LLaMA or Qwen2 ("qwen2_tied": embedding and lm_head tied; 2 layers,
+hidden 64) with explicit past/present
 (`ov.convert_model`), then makes it stateful the way optimum-intel's exporter does (optimum/exporters/openvino/
 stateful.py): a `beam_idx` input reorders each past (Gather axis 0), OpenVINO's own
 `apply_make_stateful_transformation` turns past/present pairs into ReadValue-6/Assign-6 variables, and each
@@ -24,10 +25,10 @@ def config(kind: str = "llama"):
     import_torchvision()  # transformers imports torchvision when present
     import transformers
 
-    cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config}[kind]
+    cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config}[kind.split("_")[0]]
     return cls(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=LAYERS,
                num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=256,
-               bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+               bos_token_id=1, eos_token_id=2, tie_word_embeddings=kind.endswith("_tied"))
 
 
 def kv_names(prefix: str) -> list[str]:
@@ -75,7 +76,8 @@ def _build(kind: str):
 
     cfg = config(kind)
     torch.manual_seed(0)
-    net = {"llama": transformers.LlamaForCausalLM, "qwen2": transformers.Qwen2ForCausalLM}[kind](cfg).eval()
+    net = {"llama": transformers.LlamaForCausalLM, "qwen2": transformers.Qwen2ForCausalLM}[kind.split("_")[0]](cfg)
+    net.eval()
 
     class Decoder(torch.nn.Module):
         def __init__(self):

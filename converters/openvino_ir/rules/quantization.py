@@ -267,34 +267,41 @@ def _compressed_weight(output):
     return None
 
 
-def _nbits_inputs(ctx, found) -> tuple[list[str], dict] | None:
+def _nbits_arrays(found) -> tuple[list[np.ndarray], dict] | None:
     """([B uint8 [N, blocks, block/2], scales f32 [N * blocks], zero points uint8 [N * ceil(blocks/2)]], shape
-    facts) of a 4-bit compressed weight (_compressed_weight), written once per weight (a tied embedding and
-    lm_head share them); None for 8-bit weights."""
+    facts) of a 4-bit compressed weight (_compressed_weight); None for 8-bit weights."""
     weight, zero_point, scale, block = found
     type_name = weight.get_element_type().get_type_name()
     if type_name not in ("u4", "i4"):  # 8-bit MatMulNBits at accuracy level 0 is a slow path (decompressed_in_f32)
         return None
     n, blocks = scale.shape
     facts = {"n": n, "k": blocks * block, "blocks": blocks, "block": block}
-    cached = ctx.shared.packed.get(weight.get_name())
-    if cached is not None:
-        return cached, facts
     shift = 8 if type_name == "i4" else 0  # signed: stored unsigned, + 8 (the default zero point is 8)
     if not shift:  # u4: OpenVINO's bytes are B as they are (row-major, low nibble first)
         packed = np.asarray(weight.get_data()).view(np.uint8).reshape(n, blocks, block // 2)
     else:
         values = (constant_array(weight).astype(np.int16) + shift).astype(np.uint8)
         packed = Nibbles.pack(values).packed.reshape(n, blocks, block // 2)
-    inputs = [ctx.const(packed, "weight_nbits"), ctx.const(scale.reshape(-1), "scales")]
+    arrays = [packed, scale.reshape(-1)]
     if zero_point is not None:  # [N, ceil(blocks / 2)]: each row packed on its own, low nibble first
         points = (np.broadcast_to(constant_array(zero_point).reshape(n, -1), (n, blocks)).astype(np.int16)
                   + shift).astype(np.uint8)
         points = np.concatenate([points, np.zeros((n, blocks % 2), np.uint8)], axis=1)
-        inputs.append(ctx.const(np.ascontiguousarray(points[:, 0::2] | (points[:, 1::2] << 4)).reshape(-1),
-                                "zero_points"))
-    ctx.shared.packed[weight.get_name()] = inputs
-    return inputs, facts
+        arrays.append(np.ascontiguousarray(points[:, 0::2] | (points[:, 1::2] << 4)).reshape(-1))
+    return arrays, facts
+
+
+def _nbits_inputs(ctx, found) -> tuple[list[str], dict] | None:
+    """Initializers of _nbits_arrays, written once per weight (a tied embedding reuses lm_head's)."""
+    key = found[0].get_name()
+    if key not in ctx.shared.packed:
+        computed = _nbits_arrays(found)
+        if computed is None:
+            return None
+        arrays, facts = computed
+        names = [ctx.const(a, hint) for a, hint in zip(arrays, ("weight_nbits", "scales", "zero_points"))]
+        ctx.shared.packed[key] = (names, facts)
+    return ctx.shared.packed[key]
 
 
 def matmul_nbits(ctx, node) -> bool:
@@ -318,14 +325,19 @@ def gather_block_quantized(ctx, node, axis: int) -> bool:
     """Gather(decompressed 4-bit weight [N, K], indices, axis 0) (an embedding) as one GatherBlockQuantized
     on the same packed data as MatMulNBits (exact dequantization of the gathered rows) and True; else False."""
     found = _compressed_weight(node.input_value(0)) if axis == 0 else None
-    packed = _nbits_inputs(ctx, found) if found is not None else None
-    if packed is None:
+    computed = _nbits_arrays(found) if found is not None else None
+    if computed is None:
         return False
-    inputs, facts = packed
+    arrays, facts = computed
     n, blocks = facts["n"], facts["blocks"]
     shapes = ([n, facts["k"] // 2], [n, blocks], [n, (blocks + 1) // 2])
-    reshaped = [ctx.emit("Reshape", [name, ctx.const(np.array(shape, np.int64), "shape")])
-                for name, shape in zip(inputs, shapes)]
-    ctx.emit("GatherBlockQuantized", [reshaped[0], ctx.int64_or_int32(node, 1)] + reshaped[1:], [ctx.out(node)],
+    if any(t.get_node().get_type_name() == "MatMul" for t in node.input_value(0).get_target_inputs()):
+        # tied to a MatMul (lm_head): Reshapes of MatMulNBits' inputs, the weight is written once
+        names, _ = _nbits_inputs(ctx, found)
+        inputs = [ctx.emit("Reshape", [name, ctx.const(np.array(shape, np.int64), "shape")])
+                  for name, shape in zip(names, shapes)]
+    else:  # constants (OpenVINO's ONNX reader wants GatherBlockQuantized's data constant)
+        inputs = [ctx.const(a.reshape(shape), "packed") for a, shape in zip(arrays, shapes)]
+    ctx.emit("GatherBlockQuantized", [inputs[0], ctx.int64_or_int32(node, 1)] + inputs[1:], [ctx.out(node)],
              domain=MICROSOFT, gather_axis=0, quantize_axis=1, block_size=facts["block"], bits=4)
     return True
