@@ -1,0 +1,322 @@
+"""Whole-model conformance: an OpenVINO model and its ONNX conversion on the same inputs (`onnx-bridge
+compare`, `onnx_bridge.compare`).
+
+1. Run OpenVINO CPU (INFERENCE_PRECISION_HINT f32) on the IR and onnx_bridge.InferenceSession on the
+   converted model (imported here unless given) on the same inputs (an .npz, or random, seeded, shaped from
+   the model: `onnx-bridge run`'s rules); compare every output with onnx_bridge.comparison.
+2. Explain a difference without a human:
+   - ties: an output downstream of a TopK/NMS-like op is compared again order-insensitively; agreeing so,
+     it is tie-dependent (the op leaves the order of equal scores open);
+   - INT8 (FakeQuantize in the IR): OpenVINO CPU runs it again without its low-precision transformations
+     (LP_TRANSFORMS_MODE false: FakeQuantize in f32 as its specification says); the converted model within
+     OpenVINO's own int8-vs-f32 spread is explained;
+   - otherwise the first diverging node is localised (`localise.py`) and its inputs re-run through the
+     node's OpenVINO reference implementation (the specification): whichever side matches it follows the
+     specification; known deviations (compare_explain.DEVIATIONS, onnx_bridge.divergences) give the reason.
+3. Verdict and exit code: agree (0), explained (EXIT_EXPLAINED), unexplained (EXIT_DIFFERENT).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from .comparison import OutputMetrics, Tolerance, default_tolerance, is_float, measure
+from .errors import BridgeError, ModelError
+
+EXIT_AGREE, EXIT_DIFFERENT, EXIT_EXPLAINED = 0, 1, 9
+CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
+#: OpenVINO CPU without low-precision (int8) transformations: FakeQuantize executed in f32
+NO_LPT = {**CONFIG, "LP_TRANSFORMS_MODE": False}
+#: ops whose output order among equal scores is open (stable=false TopK, NMS family, detection outputs)
+TIE_OPS = {"TopK", "NonMaxSuppression", "MatrixNms", "MulticlassNms", "DetectionOutput",
+           "ExperimentalDetectronDetectionOutput", "ExperimentalDetectronTopKROIs", "Proposal",
+           "ExperimentalDetectronGenerateProposalsSingleImage", "GenerateProposals"}
+#: ops larger models are reported with progress lines
+PROGRESS_OPS = 300
+
+
+@dataclass
+class Explanation:
+    kind: str  # "tie-order", "int8-spread", "deviation", "reference"
+    text: str
+    follows_spec: str = "unknown"  # "converted", "openvino-cpu", "both", "unknown"
+    id: str = ""
+    outputs: list = field(default_factory=list)
+
+
+@dataclass
+class Localisation:
+    """The first OpenVINO op whose output differs while its inputs agree."""
+
+    node: str
+    op: str
+    attributes: dict
+    onnx_value: str
+    onnx_nodes: list  # "name (OpType attr=value, ...)" of the ONNX nodes the import emitted for it
+    difference: dict  # OutputMetrics.to_json() at the node's output
+    inputs_agree: bool
+    probes: int
+    reference: str = ""  # which side the node's reference implementation agrees with
+
+    def text(self) -> str:
+        attributes = ", ".join(f"{k}={v}" for k, v in self.attributes.items())
+        lines = [f"first diverging node: {self.node!r} ({self.op}{', ' + attributes if attributes else ''})",
+                 f"  output -> ONNX value {self.onnx_value!r}: {self.difference['summary']}"]
+        if not self.inputs_agree:
+            lines.append("  (its inputs could not all be checked: none of them is mapped)")
+        lines += [f"  ONNX: {n}" for n in self.onnx_nodes[:8]]
+        if self.reference:
+            lines.append(f"  OpenVINO reference implementation: {self.reference}")
+        lines.append(f"  ({self.probes} probe runs)")
+        return "\n".join(lines)
+
+
+@dataclass
+class CompareReport:
+    model: str
+    converted: str
+    inputs: str
+    outputs: list  # OutputMetrics
+    verdict: str = "agree"  # "agree", "explained", "differ"
+    explanations: list = field(default_factory=list)
+    localisation: Localisation | None = None
+    spread: list = field(default_factory=list)  # OutputMetrics: OpenVINO int8 vs f32 (INT8 models)
+    tie_dependent: list = field(default_factory=list)  # output names
+    seconds: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return {"agree": EXIT_AGREE, "explained": EXIT_EXPLAINED}.get(self.verdict, EXIT_DIFFERENT)
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "converted": self.converted, "inputs": self.inputs,
+                "verdict": self.verdict, "exit_code": self.exit_code,
+                "outputs": [dict(m.to_json(), summary=m.summary()) for m in self.outputs],
+                "explanations": [asdict(e) for e in self.explanations],
+                "localisation": asdict(self.localisation) if self.localisation else None,
+                "spread": [dict(m.to_json(), summary=m.summary()) for m in self.spread],
+                "tie_dependent": self.tie_dependent,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+
+    def text(self) -> str:
+        lines = [f"compare {self.model} (OpenVINO CPU, f32) with {self.converted} (onnx_bridge), "
+                 f"inputs {self.inputs}"]
+        for metrics in self.outputs:
+            mark = "ok  " if metrics.agree else "DIFF"
+            lines.append(f"  {mark} {metrics.summary()}")
+        for metrics in self.spread:
+            lines.append(f"  OpenVINO int8 vs f32 spread: {metrics.summary()}")
+        if self.localisation:
+            lines.append(self.localisation.text())
+        for explanation in self.explanations:
+            follows = f" [follows the specification: {explanation.follows_spec}]" \
+                if explanation.follows_spec != "unknown" else ""
+            lines.append(f"explained ({explanation.kind}{' ' + explanation.id if explanation.id else ''}): "
+                         f"{explanation.text}{follows}")
+        lines.append({"agree": "verdict: agree",
+                      "explained": "verdict: differences, all explained",
+                      "differ": "verdict: UNEXPLAINED differences"}[self.verdict])
+        return "\n".join(lines)
+
+
+class _Say:
+    def __init__(self, enabled: bool):
+        self.enabled, self.start = enabled, time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        if self.enabled:
+            print(f"compare: {text} ({time.monotonic() - self.start:.1f} s)", file=sys.stderr, flush=True)
+
+
+def _openvino():
+    from converters.openvino_ir._exporter import openvino
+    return openvino()
+
+
+def read_openvino(model):
+    """openvino.Model of an IR path (or the model itself), with clear errors."""
+    ov = _openvino()
+    if isinstance(model, ov.Model):
+        return model, f"openvino.Model {model.get_friendly_name()!r}"
+    path = Path(model)
+    if not path.is_file():
+        raise ModelError(f"OpenVINO IR not found: {path}")
+    try:
+        return ov.Core().read_model(str(path)), str(path)
+    except Exception as exc:  # OpenVINO's reader raises RuntimeError subclasses with its own text
+        raise ModelError(f"OpenVINO cannot read {path}: {exc}") from None
+
+
+def run_openvino(ov_model, feeds: list, config=CONFIG) -> list[np.ndarray]:
+    ov = _openvino()
+    compiled = ov.Core().compile_model(ov_model, "CPU", config)
+    result = compiled(feeds)
+    return [np.asarray(result[output]) for output in compiled.outputs]
+
+
+def compare(model, onnx_model=None, *, inputs=None, seed: int = 0, dim_size: int | None = None,
+            dims: dict | None = None, tolerance: Tolerance | None = None, localise: bool = True,
+            progress: bool | None = None) -> CompareReport:
+    """Compare OpenVINO CPU on `model` (IR path or openvino.Model) with onnx_bridge.InferenceSession on its
+    conversion (`onnx_model`: path/proto; None: imported now). inputs: .npz path or {name: array} (None:
+    random from `seed`, symbolic dims `dim_size` / `dims` by name). tolerance: for every float output
+    (None: comparison.TOLERANCES by type). progress: lines on stderr (None: for models over PROGRESS_OPS ops)."""
+    from converters.model_io import load_model
+    from converters.openvino_ir import import_ir
+
+    from .commands.run import DEFAULT_DIM_SIZE, random_inputs, read_inputs
+
+    clock = {}
+    start = time.monotonic()
+    ov_model, source = read_openvino(model)
+    say = _Say(progress if progress is not None else len(ov_model.get_ordered_ops()) > PROGRESS_OPS)
+    if onnx_model is None:
+        say("importing")
+        converted, converted_name = import_ir(ov_model), "its import"
+    else:
+        converted = load_model(onnx_model)
+        converted_name = str(onnx_model) if isinstance(onnx_model, (str, Path)) else "the given ONNX model"
+    clock["import"] = time.monotonic() - start
+    if inputs is None:
+        feeds = random_inputs(converted, seed=seed, dim_size=dim_size or DEFAULT_DIM_SIZE, dims=dims)
+        origin = f"random (seed {seed})"
+    elif isinstance(inputs, dict):
+        feeds, origin = {k: np.asarray(v) for k, v in inputs.items()}, "given arrays"
+    else:
+        feeds, origin = read_inputs(converted, Path(inputs)), str(inputs)
+    runner = _Runner(ov_model, converted, feeds, say)
+    say("running OpenVINO CPU and the converted model")
+    want, got = runner.run()
+    clock["run"] = time.monotonic() - start - clock["import"]
+    names = runner.output_names
+    report = CompareReport(source, converted_name, origin, [])
+    report.outputs = [measure(w, g, name, _tolerance(tolerance, w)) for name, w, g in zip(names, want, got)]
+    if len(got) != len(want):
+        raise ModelError(f"the converted model has {len(got)} outputs, the OpenVINO model {len(want)}")
+    if all(m.agree for m in report.outputs):
+        report.seconds = {**clock, "total": time.monotonic() - start}
+        return report
+
+    from . import compare_explain
+    pending = {i for i, m in enumerate(report.outputs) if not m.agree}
+    pending -= compare_explain.ties(report, runner, want, got, tolerance, pending)
+    if pending:
+        if runner.has("FakeQuantize"):
+            say("INT8 model: running OpenVINO CPU without its low-precision transformations")
+        pending -= compare_explain.int8_spread(report, runner, want, got, tolerance, pending)
+    if pending and localise:
+        from .localise import localise as find_node
+        say("localising the first diverging node")
+        result_index = min(pending)
+        report.localisation = find_node(runner, result_index, tolerance, say)
+        if report.localisation is not None and compare_explain.at_node(report, runner, tolerance):
+            pending = set()
+    report.verdict = "differ" if pending else "explained"
+    report.seconds = {**clock, "total": time.monotonic() - start}
+    return report
+
+
+def _tolerance(tolerance, want) -> Tolerance:
+    return default_tolerance(np.asarray(want).dtype) if tolerance is None or not is_float(
+        np.asarray(want).dtype) else tolerance
+
+
+class _Runner:
+    """Runs both sides, with extra outputs exposed on request (probes)."""
+
+    def __init__(self, ov_model, converted: onnx.ModelProto, feeds: dict, say):
+        from converters.openvino_ir._importer import NAMES_KEY
+
+        self.ov_model, self.converted, self.say = ov_model, converted, say
+        initialized = {t.name for t in converted.graph.initializer}
+        self.input_names = [i.name for i in converted.graph.input if i.name not in initialized]
+        missing = [n for n in self.input_names if n not in feeds]
+        if missing:
+            raise ModelError(f"inputs missing: {', '.join(missing)}")
+        self.feeds = {n: feeds[n] for n in self.input_names}
+        if len(self.input_names) != len(ov_model.get_parameters()):
+            raise ModelError(f"the converted model takes {len(self.input_names)} inputs, the OpenVINO model "
+                             f"{len(ov_model.get_parameters())}")
+        props = {p.key: p.value for p in converted.metadata_props}
+        self.names = json.loads(props[NAMES_KEY]) if NAMES_KEY in props else {}
+        self.output_names = [o.name for o in converted.graph.output]
+        self.probes = 0
+        self._types = None
+
+    def has(self, op_type: str) -> bool:
+        return any(op.get_type_name() == op_type for op in self.ov_model.get_ordered_ops())
+
+    def run(self, config=CONFIG):
+        want = run_openvino(self.ov_model, list(self.feeds.values()), config)
+        got = self._onnx([])
+        return want, got
+
+    def _onnx(self, extra: list[str], types: dict | None = None) -> list[np.ndarray]:
+        from .session import InferenceSession
+
+        model = self.converted
+        outputs = {o.name for o in model.graph.output}
+        extra = [name for name in extra if name not in outputs]
+        if extra:
+            model = onnx.ModelProto()
+            model.CopyFrom(self.converted)
+            if self._types is None:
+                self._types = _value_types(self.converted)
+            for name in extra:
+                code = self._types.get(name) or (types or {}).get(name) or onnx.TensorProto.FLOAT
+                model.graph.output.add().CopyFrom(onnx.helper.make_tensor_value_info(name, code, None))
+        session = InferenceSession(model)
+        wanted = [o.name for o in model.graph.output]
+        values = dict(zip(wanted, session.run(wanted, self.feeds)))
+        return [values[o.name] for o in self.converted.graph.output] + [values[n] for n in extra]
+
+    def probe(self, ov_outputs: list, onnx_names: list[str], types: dict | None = None) -> tuple[list, list]:
+        """OpenVINO arrays of `ov_outputs` ((friendly name, port)) and ONNX arrays of `onnx_names` (`types`:
+        ONNX element types of those shape inference does not know)."""
+        ov = _openvino()
+        self.probes += 1
+        ov_arrays = []
+        if ov_outputs:
+            clone = self.ov_model.clone()
+            by_name = {op.get_friendly_name(): op for op in clone.get_ordered_ops()}
+            extra = [ov.opset13.result(by_name[name].output(port)) for name, port in ov_outputs]
+            probe = ov.Model(list(clone.get_results()) + extra, list(clone.get_parameters()), "probe")
+            ov_arrays = run_openvino(probe, list(self.feeds.values()))[len(clone.get_results()):]
+        onnx_arrays = []
+        if onnx_names:
+            everything = self._onnx(onnx_names, types)
+            values = dict(zip(self.output_names, everything[:len(self.output_names)]))
+            extra_names = [n for n in onnx_names if n not in values]
+            values.update(zip(extra_names, everything[len(self.output_names):]))
+            onnx_arrays = [values[n] for n in onnx_names]
+        return ov_arrays, onnx_arrays
+
+
+def _value_types(model: onnx.ModelProto) -> dict[str, int]:
+    """ONNX element type of every value, by shape inference (0 where unknown)."""
+    from custom_ops._schemas import register_schemas
+
+    register_schemas()
+    types = {}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):  # types stay unknown
+        inferred = model
+    graph = inferred.graph
+    for value in list(graph.value_info) + list(graph.input) + list(graph.output):
+        types[value.name] = value.type.tensor_type.elem_type
+    return types
+
+
+def main_text(report: CompareReport) -> str:
+    return report.text()
+
+
+__all__ = ["compare", "CompareReport", "Localisation", "Explanation", "EXIT_AGREE", "EXIT_DIFFERENT",
+           "EXIT_EXPLAINED", "BridgeError"]

@@ -1,0 +1,168 @@
+"""Where two runtimes part: the first OpenVINO op whose output differs between OpenVINO CPU and the
+converted model while its inputs agree.
+
+The candidates are the ancestors of a differing output that have an ONNX counterpart (the importer records
+which ONNX value is which OpenVINO op output: metadata_props "openvino_names"), in topological order. A
+bisection exposes a few of them per run on both sides (OpenVINO: extra Results on a clone of the model;
+ONNX: extra graph outputs) and keeps the stretch between the last agreeing and the first differing one;
+the node found is then checked upstream: while one of its (mapped) inputs differs, that input's producer
+is the new candidate. The answer: a node whose output differs and whose inputs agree.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .comparison import measure
+
+#: candidates exposed per bisection run (k points cut the stretch into k + 1 parts per run)
+POINTS = 3
+
+
+def _label(node) -> str:
+    from converters.openvino_ir._registry import op_label
+    return op_label(node)
+
+
+def _plain(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.generic,)):
+        return value.item()
+    return value if isinstance(value, (int, float, str, bool, type(None))) else str(value)
+
+
+def _ancestors(result) -> set:
+    seen, stack = set(), [result]
+    while stack:
+        node = stack.pop()
+        for index in range(node.get_input_size()):
+            producer = node.input_value(index).get_node()
+            if producer.get_name() not in seen:
+                seen.add(producer.get_name())
+                stack.append(producer)
+    return seen
+
+
+class _Probe:
+    def __init__(self, runner, tolerance):
+        self.runner, self.tolerance, self.cache = runner, tolerance, {}
+
+    def metrics(self, candidates: list) -> list:
+        """OutputMetrics (OpenVINO as reference) of each (friendly name, port, onnx name, node)."""
+        todo = [c for c in candidates if c[:2] not in self.cache]
+        if todo:
+            from converters.openvino_ir._types import onnx_type
+            types = {c[2]: onnx_type(c[3].get_output_element_type(c[1])) for c in todo}
+            want, got = self.runner.probe([c[:2] for c in todo], [c[2] for c in todo], types)
+            for candidate, w, g in zip(todo, want, got):
+                w, g = np.asarray(w), np.asarray(g)
+                if w.dtype != g.dtype and w.shape == g.shape and w.dtype.kind in "fiub" and g.dtype.kind in "fiub":
+                    g = g.astype(w.dtype)  # a value the import carries in another type
+                tolerance = self.tolerance if self.tolerance is not None and w.dtype.kind == "f" else None
+                self.cache[candidate[:2]] = (measure(w, g, candidate[2], tolerance), w, g)
+        return [self.cache[c[:2]][0] for c in candidates]
+
+    def differs(self, candidates: list) -> list[bool]:
+        return [not m.agree for m in self.metrics(candidates)]
+
+
+def localise(runner, output_index: int, tolerance, say=lambda text: None):
+    """Localisation of the first diverging node upstream of output `output_index`, or None (nothing
+    mapped)."""
+    from .compare_models import Localisation
+
+    model = runner.ov_model
+    result = model.get_results()[output_index]
+    ancestors = _ancestors(result)
+    skip = {"Parameter", "Constant", "Result"}
+    ops = [op for op in model.get_ordered_ops() if op.get_name() in ancestors and op.get_type_name() not in skip]
+    chain = []
+    for op in ops:
+        for port in range(op.get_output_size()):
+            value = runner.names.get(f"{op.get_friendly_name()}:{port}")
+            if value is not None:
+                chain.append((op.get_friendly_name(), port, value, op))
+    if not chain:
+        return None
+    probe = _Probe(runner, tolerance)
+    # chain[hi] differs (hi == len(chain): only the output itself is known to differ)
+    lo, hi = 0, len(chain)
+    while lo < hi:
+        if hi - lo <= POINTS:
+            points = list(range(lo, hi))
+        else:
+            points = sorted({lo + (hi - lo) * (k + 1) // (POINTS + 1) for k in range(POINTS)})
+        say(f"bisecting {hi - lo} candidate values, probing {len(points)}")
+        flags = probe.differs([chain[p] for p in points])
+        first = next((p for p, flag in zip(points, flags) if flag), None)
+        if first is None:
+            lo = points[-1] + 1
+        else:
+            hi = first
+            previous = [p for p in points if p < first]
+            lo = previous[-1] + 1 if previous else lo
+    if hi == len(chain):
+        hi = len(chain) - 1  # every mapped value agrees: the output's own producer is unmapped
+    index = {c[:2]: c for c in chain}
+    node_candidate = chain[hi]
+    inputs_agree = True
+    while True:  # upstream check: a node whose inputs agree
+        op = node_candidate[3]
+        inputs = _mapped_inputs(op, runner, index)
+        if not inputs:
+            inputs_agree = all(op.input_value(i).get_node().get_type_name() in ("Constant", "Parameter")
+                               for i in range(op.get_input_size()))
+            break
+        say(f"checking the {len(inputs)} inputs of {op.get_friendly_name()!r}")
+        flags = probe.differs(inputs)
+        differing = [c for c, flag in zip(inputs, flags) if flag]
+        if not differing:
+            break
+        node_candidate = differing[0]
+    metrics = probe.metrics([node_candidate])[0]
+    op = node_candidate[3]
+    return Localisation(
+        node=op.get_friendly_name(), op=_label(op),
+        attributes={k: _plain(v) for k, v in op.get_attributes().items()},
+        onnx_value=node_candidate[2], onnx_nodes=_onnx_nodes(runner.converted, op.get_friendly_name(),
+                                                             node_candidate[2]),
+        difference=dict(metrics.to_json(), summary=metrics.summary()), inputs_agree=inputs_agree,
+        probes=runner.probes)
+
+
+def _mapped_inputs(op, runner, index: dict) -> list:
+    """Candidates for the inputs of `op`: the input's producer when mapped, else (through unmapped ops)
+    the nearest mapped producers."""
+    found, stack, seen = [], [op.input_value(i) for i in range(op.get_input_size())], set()
+    while stack:
+        output = stack.pop(0)
+        node = output.get_node()
+        key = (node.get_friendly_name(), output.get_index())
+        if key in seen or node.get_type_name() in ("Constant", "Parameter"):
+            continue
+        seen.add(key)
+        value = runner.names.get(f"{key[0]}:{key[1]}")
+        if value is not None:
+            found.append(index.get(key, (key[0], key[1], value, node)))
+        else:
+            stack += [node.input_value(i) for i in range(node.get_input_size())]
+    return found
+
+
+def _onnx_nodes(model, friendly: str, value: str) -> list[str]:
+    """ONNX nodes emitted for the OpenVINO node (named after it) or producing `value`, with attributes."""
+    import onnx
+
+    texts = []
+    for node in model.graph.node:
+        if node.name == friendly or node.name.startswith(friendly + "/") or value in node.output:
+            attributes = []
+            for attribute in node.attribute:
+                if attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                    continue
+                attributes.append(f"{attribute.name}={_plain(onnx.helper.get_attribute_value(attribute))}")
+            texts.append(f"{node.name} ({node.op_type}{' ' + ', '.join(attributes) if attributes else ''}): "
+                         f"{', '.join(node.input)} -> {', '.join(node.output)}")
+    return texts
