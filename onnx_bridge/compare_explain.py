@@ -86,25 +86,53 @@ def ties(report, runner, want, got, tolerance, pending: set) -> set:
         if not upstream:
             continue
         w, g = np.asarray(want[index]), np.asarray(got[index])
-        producer = result.input_value(0).get_node()
-        options = []
-        if producer.get_type_name() == "TopK":
-            options.append(int(producer.get_attributes().get("axis", -1)))
-        options += ["rows"] + list(range(w.ndim))
+        producer = result.input_value(0)
         name = report.outputs[index].name
-        for option in options:
-            metrics = measure(w, g, name, _tolerance(tolerance, w), unordered=option)
-            if metrics.agree:
-                report.outputs[index] = metrics
-                report.tie_dependent.append(name)
-                sources = ", ".join(sorted({f"{op.get_type_name()} {op.get_friendly_name()!r}" for op in upstream}))
-                report.explanations.append(Explanation(
-                    "tie-order", f"output {name!r} comes after {sources}, which leave the order of equal "
-                    f"scores open (TopK sort/stable, NMS selection order): it agrees compared "
-                    f"order-insensitively ({metrics.unordered}); tie-dependent", "both", outputs=[name]))
-                explained.add(index)
-                break
+        sources = ", ".join(sorted({f"{op.get_type_name()} {op.get_friendly_name()!r}" for op in upstream}))
+        if producer.get_node().get_type_name() == "TopK" and producer.get_index() == 1:
+            how = _same_scores(runner, producer.get_node(), w, g)
+        else:
+            how = _as_multiset(w, g, name, _tolerance(tolerance, w))
+        if how is None:
+            continue
+        metrics = measure(w, g, name, _tolerance(tolerance, w))
+        metrics.status, metrics.note = "agree", f"tie-dependent: {how}"
+        report.outputs[index] = metrics
+        report.tie_dependent.append(name)
+        report.explanations.append(Explanation(
+            "tie-order", f"output {name!r} comes after {sources}, which leave the order of equal scores open "
+            f"(TopK stable=false, NMS selection order): {how}; tie-dependent", "both", outputs=[name]))
+        explained.add(index)
     return explained
+
+
+def _same_scores(runner, topk, want, got) -> str | None:
+    """TopK indices that differ only where both sides picked elements of equal score."""
+    if want.shape != got.shape or want.dtype != got.dtype:
+        return None
+    source = topk.input_value(0)
+    scores = np.asarray(runner.probe([(source.get_node().get_friendly_name(), source.get_index())], [])[0][0])
+    axis = int(topk.get_attributes().get("axis", -1))
+    extent = scores.shape[axis]
+    if np.any((got < 0) | (got >= extent)):
+        return None
+    picked_want = np.take_along_axis(scores, want.astype(np.int64), axis)
+    picked_got = np.take_along_axis(scores, got.astype(np.int64), axis)
+    if not np.array_equal(picked_want, picked_got, equal_nan=True):
+        return None
+    differ = int(np.count_nonzero(want != got))
+    return f"{differ} indices differ, each picking an element of the same score (ties)"
+
+
+def _as_multiset(want, got, name, tolerance) -> str | None:
+    """An output that agrees once its items are compared as a multiset (rows, or along one axis)."""
+    if want.shape != got.shape or want.dtype != got.dtype:
+        return None
+    for option in ["rows"] + list(range(want.ndim)):
+        metrics = measure(want, got, name, tolerance, unordered=option)
+        if metrics.agree:
+            return f"agrees compared order-insensitively ({metrics.unordered})"
+    return None
 
 
 def int8_spread(report, runner, want, got, tolerance, pending: set) -> set:
