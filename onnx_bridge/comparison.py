@@ -195,7 +195,7 @@ class OutputMetrics:
         text = (f"{self.name}: max |Δ| {_fmt(self.max_abs)}, rel L2 {_fmt(self.rel_l2)}, "
                 f"{self.count}/{self.total} beyond {self.tolerance}")
         if self.first is not None:
-            text += f" (first at {list(self.first)}: {self.got_value} vs {self.want_value})"
+            text += f" (first at {list(self.first)}: got {self.got_value}, expected {self.want_value})"
         if self.unordered:
             text += f"; compared order-insensitively ({self.unordered})"
         return text + (f" — {self.note}" if self.note else "")

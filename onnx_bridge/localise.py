@@ -152,7 +152,8 @@ def _mapped_inputs(op, runner, index: dict) -> list:
 
 
 def _onnx_nodes(model, friendly: str, value: str) -> list[str]:
-    """ONNX nodes emitted for the OpenVINO node (named after it) or producing `value`, with attributes."""
+    """ONNX nodes emitted for the OpenVINO node (named after it) or producing `value`, with attributes
+    (a long node name written "…" inside them)."""
     import onnx
 
     texts = []
@@ -165,4 +166,6 @@ def _onnx_nodes(model, friendly: str, value: str) -> list[str]:
                 attributes.append(f"{attribute.name}={_plain(onnx.helper.get_attribute_value(attribute))}")
             texts.append(f"{node.name} ({node.op_type}{' ' + ', '.join(attributes) if attributes else ''}): "
                          f"{', '.join(node.input)} -> {', '.join(node.output)}")
+    if len(friendly) > 24:  # long torch-style names: the node's own name once, "…" in its ONNX nodes
+        texts = [text.replace(friendly, "…") for text in texts]
     return texts

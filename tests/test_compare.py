@@ -100,7 +100,7 @@ def test_injected_fault_is_localised_to_its_node(fault):
     assert localisation is not None and localisation.node == expected, report.text()
     assert localisation.inputs_agree
     assert localisation.difference["status"] in ("values", "shape")
-    assert any(line.startswith(f"{expected} ") for line in localisation.onnx_nodes)
+    assert any(line.startswith(f"{expected} (") for line in localisation.onnx_nodes)
     assert not report.explanations
 
 
