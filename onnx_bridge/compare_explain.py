@@ -80,7 +80,7 @@ def ties(report, runner, want, got, tolerance, pending: set) -> set:
     model = runner.ov_model
     ops = {op.get_name(): op for op in model.get_ordered_ops()}
     for index in sorted(pending):
-        result = model.get_results()[index]
+        result = model.get_results()[runner.ov_outputs[index]]
         upstream = [ops[name] for name in _results_ancestry(result) if name in ops
                     and ops[name].get_type_name() in TIE_OPS]
         if not upstream:
@@ -142,7 +142,8 @@ def int8_spread(report, runner, want, got, tolerance, pending: set) -> set:
 
     if not runner.has("FakeQuantize"):
         return set()
-    f32 = run_openvino(runner.ov_model, list(runner.feeds.values()), NO_LPT)
+    f32 = run_openvino(runner.ov_model, runner.ov_feeds(), NO_LPT)
+    f32 = [f32[k] for k in runner.ov_outputs]
     explained = set()
     for index in sorted(pending):
         name = report.outputs[index].name

@@ -244,18 +244,26 @@ class _Runner:
             raise ModelError(f"the converted model takes {len(self.input_names)} inputs, the OpenVINO model "
                              f"{len(ov_model.get_parameters())}")
         props = {p.key: p.value for p in converted.metadata_props}
-        self.names = json.loads(props[NAMES_KEY]) if NAMES_KEY in props else {}
+        self.names = json.loads(props[NAMES_KEY]) if NAMES_KEY in props else _same_names(ov_model, converted)
         self.output_names = [o.name for o in converted.graph.output]
+        # OpenVINO parameters and results matched to ONNX inputs and outputs by tensor name, else by position
+        self.ov_inputs = _by_name([p.output(0) for p in ov_model.get_parameters()], self.input_names)
+        self.ov_outputs = _by_name([r.input_value(0) for r in ov_model.get_results()], self.output_names)
         self.probes = 0
         self._types = None
 
     def has(self, op_type: str) -> bool:
         return any(op.get_type_name() == op_type for op in self.ov_model.get_ordered_ops())
 
+    def ov_feeds(self) -> list:
+        """The feeds in the order of the OpenVINO model's parameters."""
+        position = {k: p for p, k in enumerate(self.ov_inputs)}
+        return [self.feeds[self.input_names[position[k]]] for k in range(len(self.ov_inputs))]
+
     def run(self, config=CONFIG):
-        want = run_openvino(self.ov_model, list(self.feeds.values()), config)
+        want = run_openvino(self.ov_model, self.ov_feeds(), config)
         got = self._onnx([])
-        return want, got
+        return [want[k] for k in self.ov_outputs], got
 
     def _onnx(self, extra: list[str], types: dict | None = None) -> list[np.ndarray]:
         from .session import InferenceSession
@@ -287,7 +295,7 @@ class _Runner:
             by_name = {op.get_friendly_name(): op for op in clone.get_ordered_ops()}
             extra = [ov.opset13.result(by_name[name].output(port)) for name, port in ov_outputs]
             probe = ov.Model(list(clone.get_results()) + extra, list(clone.get_parameters()), "probe")
-            ov_arrays = run_openvino(probe, list(self.feeds.values()))[len(clone.get_results()):]
+            ov_arrays = run_openvino(probe, self.ov_feeds())[len(clone.get_results()):]
         onnx_arrays = []
         if onnx_names:
             everything = self._onnx(onnx_names, types)
@@ -296,6 +304,30 @@ class _Runner:
             values.update(zip(extra_names, everything[len(self.output_names):]))
             onnx_arrays = [values[n] for n in onnx_names]
         return ov_arrays, onnx_arrays
+
+
+def _by_name(ov_ports: list, onnx_names: list[str]) -> list[int]:
+    """For each ONNX name, the index of the OpenVINO port carrying that tensor name (position otherwise)."""
+    order = []
+    for position, name in enumerate(onnx_names):
+        found = [k for k, port in enumerate(ov_ports) if name in port.get_names()]
+        order.append(found[0] if len(found) == 1 else position)
+    if len(order) != len(ov_ports) or sorted(order) != list(range(len(ov_ports))):
+        return list(range(len(ov_ports)))
+    return order
+
+
+def _same_names(ov_model, converted: onnx.ModelProto) -> dict:
+    """The OpenVINO output -> ONNX value map of a model the importer did not write: tensor names both share
+    (an IR made from ONNX keeps them)."""
+    computed = {output for node in converted.graph.node for output in node.output}
+    found = {}
+    for op in ov_model.get_ordered_ops():
+        for port in range(op.get_output_size()):
+            shared = sorted(op.output(port).get_names() & computed)
+            if shared:
+                found[f"{op.get_friendly_name()}:{port}"] = shared[0]
+    return found
 
 
 def _value_types(model: onnx.ModelProto) -> dict[str, int]:

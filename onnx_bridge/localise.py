@@ -74,7 +74,7 @@ def localise(runner, output_index: int, tolerance, say=lambda text: None):
     from .compare_models import Localisation
 
     model = runner.ov_model
-    result = model.get_results()[output_index]
+    result = model.get_results()[runner.ov_outputs[output_index]]
     ancestors = _ancestors(result)
     skip = {"Parameter", "Constant", "Result"}
     ops = [op for op in model.get_ordered_ops() if op.get_name() in ancestors and op.get_type_name() not in skip]

@@ -252,3 +252,31 @@ def test_cli_exit_codes_and_json(tmp_path):
 
     missing = _cli(tmp_path / "nothing.xml")
     assert missing.returncode == 3 and "does not exist" in missing.stderr
+
+
+def test_inputs_and_outputs_are_matched_by_name():
+    """A converted model from another tool, its inputs and outputs in another order: matched by tensor name;
+    without the importer's name map, shared tensor names still localise."""
+    from onnx import TensorProto, helper
+
+    from custom_ops.config import IR_VERSION
+
+    a, b = o.parameter([3], ov.Type.f32, name="a"), o.parameter([3], ov.Type.f32, name="b")
+    total = _named(o.add(a, b), "total")
+    total.output(0).get_tensor().set_names({"total"})
+    product = _named(o.multiply(total, b), "product")
+    product.output(0).get_tensor().set_names({"product"})
+    difference = _named(o.subtract(a, b), "difference")
+    difference.output(0).get_tensor().set_names({"difference"})
+    model = ov.Model([o.result(product), o.result(difference)], [a, b], "two")
+    floats = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [3])  # noqa: E731
+    graph = helper.make_graph([helper.make_node("Sub", ["a", "b"], ["difference"]),
+                               helper.make_node("Add", ["a", "b"], ["total"]),
+                               helper.make_node("Mul", ["total", "b"], ["product"])], "two",
+                              [floats("b"), floats("a")], [floats("difference"), floats("product")])
+    converted = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=IR_VERSION)
+    feeds = {"a": np.array([1, 2, 3], np.float32), "b": np.array([10, 20, 40], np.float32)}
+    assert onnx_bridge.compare(model, converted, inputs=feeds).verdict == "agree"
+    converted.graph.node[1].op_type = "Sub"  # total = a - b
+    report = onnx_bridge.compare(model, converted, inputs=feeds)
+    assert report.localisation.node == "total" and report.outputs[0].agree, report.text()
