@@ -121,28 +121,41 @@ def test_fault_in_a_longer_chain_is_found_by_bisection():
 
 
 def test_int8_model_is_explained_by_openvino_own_spread():
+    """A small residual CNN quantized by nncf: OpenVINO CPU's int8 kernels differ from its own f32 execution of
+    the FakeQuantize graph; the converted model agrees with the latter (FakeQuantize as specified)."""
     pytest.importorskip("nncf")
-    from tests.helpers.zoo import _torch_model, import_torchvision
-
     import logging
 
     import nncf
     import torch
 
+    from tests.helpers.zoo import _torch_model
+
+    class Block(torch.nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.a = torch.nn.Conv2d(channels, channels, 3, padding=1)
+            self.b = torch.nn.Conv2d(channels, channels, 3, padding=1)
+
+        def forward(self, x):
+            return torch.relu(x + self.b(torch.relu(self.a(x))))
+
     logging.getLogger("nncf").setLevel(logging.ERROR)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    net = import_torchvision().models.resnet18(weights=None)
-    model, feeds = _torch_model(net, (torch.randn(1, 3, 64, 64),), ["image"])
-    samples = [rng.standard_normal((1, 3, 64, 64)).astype(np.float32) for _ in range(4)]
-    quantized = nncf.quantize(model, nncf.Dataset(samples), subset_size=4)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), Block(16), Block(16),
+                              torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)).eval()
+    model, feeds = _torch_model(net, (torch.randn(1, 3, 16, 16),), ["image"])
+    samples = [rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(2)]
+    quantized = nncf.quantize(model, nncf.Dataset(samples), subset_size=2)
     report = onnx_bridge.compare(quantized, inputs=feeds, localise=False)
+    if report.verdict == "agree":
+        pytest.skip("OpenVINO CPU's int8 kernels give its f32 result on this machine: no spread to explain")
     assert report.verdict == "explained" and report.exit_code == EXIT_EXPLAINED, report.text()
     [explanation] = report.explanations
-    assert explanation.kind == "int8-spread"
+    assert explanation.kind == "int8-spread" and explanation.follows_spec == "converted", report.text()
     [spread] = report.spread
-    assert report.outputs[0].max_abs <= spread.max_abs or "agrees with OpenVINO f32" in explanation.text
-    assert spread.max_abs > 1e-3  # OpenVINO CPU int8 vs its own f32 execution: a real spread
+    assert report.outputs[0].max_abs <= spread.max_abs and spread.max_abs > 1e-4
 
 
 def _topk_model():
