@@ -89,7 +89,7 @@ def main(argv=None) -> int:
             found = []
             if report.verdict == "agree":
                 for node, value in fault_targets(converted, args.faults):
-                    faulty = report_of = onnx_bridge.compare(xml, inject(converted, value), inputs=feeds)
+                    faulty = onnx_bridge.compare(xml, inject(converted, value), inputs=feeds)
                     if faulty.verdict == "agree":
                         totals["unobservable"] += 1
                         found.append("masked")
@@ -97,7 +97,8 @@ def main(argv=None) -> int:
                     totals["faults"] += 1
                     hit = faulty.localisation is not None and faulty.localisation.node == node
                     totals["localised"] += hit
-                    found.append(f"{'ok' if hit else 'WRONG'}({report_of.localisation.probes if report_of.localisation else '-'})")
+                    runs = faulty.localisation.probes if faulty.localisation else "-"
+                    found.append(f"{'ok' if hit else 'WRONG'}({runs})")
             print(f"{name:28} {report.verdict:10} {worst:9.2e} {seconds:5.1f}  {' '.join(found)}")
     print(f"\n{totals['agree']}/{totals['models']} models agree; {totals['localised']}/{totals['faults']} observable "
           f"injected faults localised to their node ({totals['unobservable']} masked downstream)")

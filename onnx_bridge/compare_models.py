@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from .comparison import OutputMetrics, Tolerance, default_tolerance, is_float, measure
-from .errors import BridgeError, ModelError
+from .comparison import Tolerance, default_tolerance, is_float, measure
+from .errors import ModelError
 
 EXIT_AGREE, EXIT_DIFFERENT, EXIT_EXPLAINED = 0, 1, 9
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -346,9 +346,5 @@ def _value_types(model: onnx.ModelProto) -> dict[str, int]:
     return types
 
 
-def main_text(report: CompareReport) -> str:
-    return report.text()
-
-
 __all__ = ["compare", "CompareReport", "Localisation", "Explanation", "EXIT_AGREE", "EXIT_DIFFERENT",
-           "EXIT_EXPLAINED", "BridgeError"]
+           "EXIT_EXPLAINED"]
