@@ -135,34 +135,52 @@ def _as_multiset(want, got, name, tolerance) -> str | None:
     return None
 
 
-def int8_spread(report, runner, want, got, tolerance, pending: set) -> set:
-    """INT8 models: OpenVINO CPU with and without its low-precision transformations; the converted model
-    within that spread is explained."""
-    from .compare_models import NO_LPT, Explanation, _tolerance, run_openvino
+def _compressed_weights(model) -> bool:
+    from .compare_models import COMPRESSED
 
-    if not runner.has("FakeQuantize"):
+    return any(op.get_type_name() == "Constant" and op.get_output_element_type(0).get_type_name() in COMPRESSED
+               and any(t.get_node().get_type_name() == "Convert" for t in op.output(0).get_target_inputs())
+               for op in model.get_ordered_ops())
+
+
+def approximation_spread(report, runner, want, got, tolerance, pending: set) -> set:
+    """INT8 / compressed-weight models: OpenVINO CPU again without its approximations (see compare_models);
+    a converted model within OpenVINO's own spread is explained."""
+    from .compare_models import CONFIG, NO_DYNAMIC_QUANTIZATION, NO_LPT, Explanation, _tolerance, run_openvino
+
+    config, what = dict(CONFIG), []
+    if runner.has("FakeQuantize"):
+        config.update(NO_LPT)
+        what.append("int8 execution of FakeQuantize (LP_TRANSFORMS_MODE off: FakeQuantize in f32 as specified)")
+    if _compressed_weights(runner.ov_model):
+        config.update(NO_DYNAMIC_QUANTIZATION)
+        what.append("dynamic quantization of the activations of compressed-weight MatMuls "
+                    "(DYNAMIC_QUANTIZATION_GROUP_SIZE 0: f32 activations)")
+    if not what:
         return set()
-    f32 = run_openvino(runner.ov_model, runner.ov_feeds(), NO_LPT)
-    f32 = [f32[k] for k in runner.ov_outputs]
+    runner.say("running OpenVINO CPU without its approximations: " + "; ".join(what))
+    exact = run_openvino(runner.ov_model, runner.ov_feeds(), config)
+    exact = [exact[k] for k in runner.ov_outputs]
+    kind = "int8-spread" if runner.has("FakeQuantize") else "compressed-weights-spread"
     explained = set()
     for index in sorted(pending):
         name = report.outputs[index].name
-        w, g, f = np.asarray(want[index]), np.asarray(got[index]), np.asarray(f32[index])
+        w, g, f = np.asarray(want[index]), np.asarray(got[index]), np.asarray(exact[index])
         tol = _tolerance(tolerance, w)
-        spread = measure(w, f, name, tol)  # OpenVINO int8 vs OpenVINO f32
-        against_f32 = measure(f, g, name, tol)  # converted vs OpenVINO f32
+        spread = measure(w, f, name, tol)  # OpenVINO CPU vs OpenVINO CPU without approximations
+        against_exact = measure(f, g, name, tol)
         report.spread.append(spread)
         difference = report.outputs[index].max_abs
-        if against_f32.agree or difference <= spread.max_abs or against_f32.max_abs <= spread.max_abs:
-            follows = "converted" if against_f32.agree else "both"
+        if against_exact.agree or difference <= spread.max_abs or against_exact.max_abs <= spread.max_abs:
+            follows = "converted" if against_exact.agree else "both"
             report.explanations.append(Explanation(
-                "int8-spread",
-                f"output {name!r}: OpenVINO CPU's int8 execution differs from its own f32 execution of the same "
-                f"FakeQuantize graph (LP_TRANSFORMS_MODE off: FakeQuantize in f32 as specified) by max |Δ| "
-                f"{spread.max_abs:.4g} (rel L2 {spread.rel_l2:.3g}); the converted model differs from OpenVINO "
-                f"int8 by {difference:.4g} and from OpenVINO f32 by {against_f32.max_abs:.4g}: within OpenVINO's "
-                f"own spread" + (" (and agrees with OpenVINO f32)" if against_f32.agree else
-                                  " (values at FakeQuantize bucket edges round either way)"),
+                kind,
+                f"output {name!r}: OpenVINO CPU differs from its own execution of the same graph without its "
+                f"{' and '.join(what)} by max |Δ| {spread.max_abs:.4g} (rel L2 {spread.rel_l2:.3g}); the converted "
+                f"model differs from OpenVINO CPU by {difference:.4g} and from that execution by "
+                f"{against_exact.max_abs:.4g}: within OpenVINO's own spread"
+                + (" (and agrees with the execution without approximations)" if against_exact.agree else
+                   " (values at quantization bucket edges round either way)"),
                 follows, outputs=[name]))
             explained.add(index)
     return explained

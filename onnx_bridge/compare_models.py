@@ -7,9 +7,10 @@ compare`, `onnx_bridge.compare`).
 2. Explain a difference without a human:
    - ties: an output downstream of a TopK/NMS-like op is compared again order-insensitively; agreeing so,
      it is tie-dependent (the op leaves the order of equal scores open);
-   - INT8 (FakeQuantize in the IR): OpenVINO CPU runs it again without its low-precision transformations
-     (LP_TRANSFORMS_MODE false: FakeQuantize in f32 as its specification says); the converted model within
-     OpenVINO's own int8-vs-f32 spread is explained;
+   - INT8 (FakeQuantize in the IR) and compressed weights (u8/i8/u4/i4/... Constants decompressed by
+     Convert): OpenVINO CPU runs it again without its approximations (LP_TRANSFORMS_MODE false:
+     FakeQuantize in f32 as its specification says; DYNAMIC_QUANTIZATION_GROUP_SIZE 0: activations of
+     compressed-weight MatMuls not quantized); the converted model within OpenVINO's own spread is explained;
    - otherwise the first diverging node is localised (`localise.py`) and its inputs re-run through the
      node's OpenVINO reference implementation (the specification): whichever side matches it follows the
      specification; known deviations (compare_explain.DEVIATIONS, onnx_bridge.divergences) give the reason.
@@ -32,7 +33,11 @@ from .errors import ModelError
 EXIT_AGREE, EXIT_DIFFERENT, EXIT_EXPLAINED = 0, 1, 9
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 #: OpenVINO CPU without low-precision (int8) transformations: FakeQuantize executed in f32
-NO_LPT = {**CONFIG, "LP_TRANSFORMS_MODE": False}
+NO_LPT = {"LP_TRANSFORMS_MODE": False}
+#: OpenVINO CPU without dynamic quantization of the activations of MatMuls with compressed weights
+NO_DYNAMIC_QUANTIZATION = {"DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
+#: element types of compressed weights (Constants decompressed by a Convert)
+COMPRESSED = {"u8", "i8", "u4", "i4", "u2", "u3", "u6", "nf4", "f4e2m1", "f8e4m3", "f8e5m2"}
 #: ops whose output order among equal scores is open (stable=false TopK, NMS family, detection outputs)
 TIE_OPS = {"TopK", "NonMaxSuppression", "MatrixNms", "MulticlassNms", "DetectionOutput",
            "ExperimentalDetectronDetectionOutput", "ExperimentalDetectronTopKROIs", "Proposal",
@@ -207,9 +212,7 @@ def compare(model, onnx_model=None, *, inputs=None, seed: int = 0, dim_size: int
     pending = {i for i, m in enumerate(report.outputs) if not m.agree}
     pending -= compare_explain.ties(report, runner, want, got, tolerance, pending)
     if pending:
-        if runner.has("FakeQuantize"):
-            say("INT8 model: running OpenVINO CPU without its low-precision transformations")
-        pending -= compare_explain.int8_spread(report, runner, want, got, tolerance, pending)
+        pending -= compare_explain.approximation_spread(report, runner, want, got, tolerance, pending)
     if pending and localise:
         from .localise import localise as find_node
         say("localising the first diverging node")
