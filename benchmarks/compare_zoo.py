@@ -2,7 +2,7 @@
 
 For each model: build its IR (random weights), compare OpenVINO CPU with the import (the verdict should be
 "agree" wherever the zoo test says the import matches, else "explained"), then, on agreeing models, inject FAULTS faults into the converted model —
-a float value computed for one OpenVINO op gets +0.5 (`Add` spliced after its producer), the ops picked at
+a float value computed for one OpenVINO op becomes 1.5·x + 0.5 (`Mul`, `Add` spliced after its producer), the ops picked at
 even steps of the topological order — and check that compare names exactly that op. One row per model.
 """
 from __future__ import annotations
@@ -28,16 +28,18 @@ FAULTS = 3
 
 
 def inject(model: onnx.ModelProto, value: str) -> onnx.ModelProto:
-    """A copy of `model` where `value` (a node output) is replaced by value + 0.5 for its consumers."""
+    """A copy of `model` where `value` (a node output) is replaced by 1.5·value + 0.5 for its consumers."""
     faulty = onnx.ModelProto()
     faulty.CopyFrom(model)
     producer = next(n for n in faulty.graph.node if value in n.output)
     raw = f"{value}__before_fault"
     producer.output[list(producer.output).index(value)] = raw
-    half = f"{value}__fault"
-    faulty.graph.initializer.append(numpy_helper.from_array(np.array(0.5, np.float32), half))
+    scale, shift, scaled = f"{value}__fault_scale", f"{value}__fault_shift", f"{value}__fault_scaled"
+    faulty.graph.initializer.extend([numpy_helper.from_array(np.array(1.5, np.float32), scale),
+                                     numpy_helper.from_array(np.array(0.5, np.float32), shift)])
     position = list(faulty.graph.node).index(producer) + 1
-    faulty.graph.node.insert(position, helper.make_node("Add", [raw, half], [value], name=f"{value}__fault"))
+    faulty.graph.node.insert(position, helper.make_node("Add", [scaled, shift], [value], name=f"{value}__fault"))
+    faulty.graph.node.insert(position, helper.make_node("Mul", [raw, scale], [scaled], name=f"{value}__fault_mul"))
     return faulty
 
 
