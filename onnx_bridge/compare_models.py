@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 
 from .comparison import Tolerance, default_tolerance, is_float, measure
-from .errors import ModelError
+from .errors import BridgeError, ModelError
 
 EXIT_AGREE, EXIT_DIFFERENT, EXIT_EXPLAINED = 0, 1, 9
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -93,6 +93,7 @@ class CompareReport:
     localisation: Localisation | None = None
     spread: list = field(default_factory=list)  # OutputMetrics: OpenVINO int8 vs f32 (INT8 models)
     tie_dependent: list = field(default_factory=list)  # output names
+    notes: list = field(default_factory=list)  # what could not be checked, and why
     seconds: dict = field(default_factory=dict)
 
     @property
@@ -106,7 +107,7 @@ class CompareReport:
                 "explanations": [asdict(e) for e in self.explanations],
                 "localisation": asdict(self.localisation) if self.localisation else None,
                 "spread": [dict(m.to_json(), summary=m.summary()) for m in self.spread],
-                "tie_dependent": self.tie_dependent,
+                "tie_dependent": self.tie_dependent, "notes": self.notes,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
 
     def text(self) -> str:
@@ -124,6 +125,7 @@ class CompareReport:
                 if explanation.follows_spec != "unknown" else ""
             lines.append(f"explained ({explanation.kind}{' ' + explanation.id if explanation.id else ''}): "
                          f"{explanation.text}{follows}")
+        lines += [f"note: {note}" for note in self.notes]
         lines.append({"agree": "verdict: agree",
                       "explained": "verdict: differences, all explained",
                       "differ": "verdict: UNEXPLAINED differences"}[self.verdict])
@@ -199,11 +201,11 @@ def compare(model, onnx_model=None, *, inputs=None, seed: int = 0, dim_size: int
     say("running OpenVINO CPU and the converted model")
     want, got = runner.run()
     clock["run"] = time.monotonic() - start - clock["import"]
+    if len(got) != len(want):
+        raise ModelError(f"the converted model has {len(got)} outputs, the OpenVINO model {len(want)}")
     names = runner.output_names
     report = CompareReport(source, converted_name, origin, [])
     report.outputs = [measure(w, g, name, _tolerance(tolerance, w)) for name, w, g in zip(names, want, got)]
-    if len(got) != len(want):
-        raise ModelError(f"the converted model has {len(got)} outputs, the OpenVINO model {len(want)}")
     if all(m.agree for m in report.outputs):
         report.seconds = {**clock, "total": time.monotonic() - start}
         return report
@@ -214,15 +216,32 @@ def compare(model, onnx_model=None, *, inputs=None, seed: int = 0, dim_size: int
     if pending:
         pending -= compare_explain.approximation_spread(report, runner, want, got, tolerance, pending)
     if pending and localise:
-        from .localise import localise as find_node
-        say("localising the first diverging node")
-        result_index = min(pending)
-        report.localisation = find_node(runner, result_index, tolerance, say)
-        if report.localisation is not None and compare_explain.at_node(report, runner, tolerance):
-            pending = set()
+        pending -= _localise(report, runner, tolerance, pending, say)
     report.verdict = "differ" if pending else "explained"
     report.seconds = {**clock, "total": time.monotonic() - start}
     return report
+
+
+def _localise(report, runner, tolerance, pending: set, say) -> set:
+    """Localise the first differing output's divergence; the outputs it explains (those downstream of an
+    explained node). A probe OpenVINO or onnxruntime cannot run is reported in report.notes."""
+    from . import compare_explain
+    from .localise import _ancestors, localise
+
+    say("localising the first diverging node")
+    first = min(pending)
+    try:
+        report.localisation = localise(runner, first, tolerance, say)
+        if report.localisation is None or not compare_explain.at_node(report, runner, tolerance):
+            return set()
+    except (RuntimeError, BridgeError) as error:  # OpenVINO / onnxruntime refused a probe model
+        report.notes.append(f"localisation stopped: {type(error).__name__}: {str(error).splitlines()[0][:200]}")
+        return set()
+    node = next(op for op in runner.ov_model.get_ordered_ops()
+                if op.get_friendly_name() == report.localisation.node)
+    results = runner.ov_model.get_results()
+    return {index for index in pending if index == first
+            or node.get_name() in _ancestors(results[runner.ov_outputs[index]])}
 
 
 def _tolerance(tolerance, want) -> Tolerance:
@@ -247,7 +266,9 @@ class _Runner:
             raise ModelError(f"the converted model takes {len(self.input_names)} inputs, the OpenVINO model "
                              f"{len(ov_model.get_parameters())}")
         props = {p.key: p.value for p in converted.metadata_props}
-        self.names = json.loads(props[NAMES_KEY]) if NAMES_KEY in props else _same_names(ov_model, converted)
+        names = json.loads(props[NAMES_KEY]) if NAMES_KEY in props else _same_names(ov_model, converted)
+        computed = {output for node in converted.graph.node for output in node.output}
+        self.names = {key: value for key, value in names.items() if value in computed}
         self.output_names = [o.name for o in converted.graph.output]
         # OpenVINO parameters and results matched to ONNX inputs and outputs by tensor name, else by position
         self.ov_inputs = _by_name([p.output(0) for p in ov_model.get_parameters()], self.input_names)
