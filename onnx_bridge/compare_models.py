@@ -234,7 +234,7 @@ def _localise(report, runner, tolerance, pending: set, say) -> set:
         report.localisation = localise(runner, first, tolerance, say)
         if report.localisation is None or not compare_explain.at_node(report, runner, tolerance):
             return set()
-    except (RuntimeError, BridgeError) as error:  # OpenVINO / onnxruntime refused a probe model
+    except _probe_errors() as error:  # OpenVINO / onnxruntime refused a probe model
         report.notes.append(f"localisation stopped: {type(error).__name__}: {str(error).splitlines()[0][:200]}")
         return set()
     node = next(op for op in runner.ov_model.get_ordered_ops()
@@ -242,6 +242,15 @@ def _localise(report, runner, tolerance, pending: set, say) -> set:
     results = runner.ov_model.get_results()
     return {index for index in pending if index == first
             or node.get_name() in _ancestors(results[runner.ov_outputs[index]])}
+
+
+def _probe_errors() -> tuple:
+    """What OpenVINO (RuntimeError subclasses), onnxruntime (its own Exception subclasses) and the bridge
+    raise for a model they cannot compile or run."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
+
+    return (RuntimeError, BridgeError, ort_errors.Fail, ort_errors.InvalidGraph, ort_errors.InvalidArgument,
+            ort_errors.NotImplemented, ort_errors.RuntimeException)
 
 
 def _tolerance(tolerance, want) -> Tolerance:
@@ -285,8 +294,16 @@ class _Runner:
         return [self.feeds[self.input_names[position[k]]] for k in range(len(self.ov_inputs))]
 
     def run(self, config=CONFIG):
-        want = run_openvino(self.ov_model, self.ov_feeds(), config)
-        got = self._onnx([])
+        try:
+            want = run_openvino(self.ov_model, self.ov_feeds(), config)
+        except RuntimeError as error:
+            raise ModelError(f"OpenVINO CPU cannot run the model: {error}") from None
+        try:
+            got = self._onnx([])
+        except _probe_errors() as error:
+            if isinstance(error, BridgeError):
+                raise
+            raise ModelError(f"onnxruntime cannot run the converted model: {error}") from None
         return [want[k] for k in self.ov_outputs], got
 
     def _onnx(self, extra: list[str], types: dict | None = None) -> list[np.ndarray]:

@@ -308,3 +308,11 @@ def test_inputs_and_outputs_are_matched_by_name():
     converted.graph.node[1].op_type = "Sub"  # total = a - b
     report = onnx_bridge.compare(model, converted, inputs=feeds)
     assert report.localisation.node == "total" and report.outputs[0].agree, report.text()
+
+
+def test_a_converted_model_that_cannot_run_is_a_clear_error():
+    model = tiny_cnn()
+    converted = import_ir(model)
+    _node(converted, "conv2").input[1] = "conv1"  # a weight of the wrong shape
+    with pytest.raises(onnx_bridge.BridgeError, match="cannot run the converted model|conv2"):
+        onnx_bridge.compare(model, converted)
