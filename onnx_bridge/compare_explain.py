@@ -224,7 +224,7 @@ def at_node(report, runner, tolerance) -> bool:
             report.explanations.append(Explanation("deviation", deviation.title, deviation.follows_spec,
                                                    deviation.id))
             explained = True
-    for divergence in dialect:
+    for divergence in dialect if follows in ("converted", "unknown") else ():
         report.explanations.append(Explanation("deviation", f"{divergence.title}: {divergence.reason}",
                                                "converted", divergence.id))
         explained = True
