@@ -1,12 +1,14 @@
 """Where two runtimes part: the first OpenVINO op whose output differs between OpenVINO CPU and the
 converted model while its inputs agree.
 
-The candidates are the ancestors of a differing output that have an ONNX counterpart (the importer records
-which ONNX value is which OpenVINO op output: metadata_props "openvino_names"), in topological order. A
-bisection exposes a few of them per run on both sides (OpenVINO: extra Results on a clone of the model;
-ONNX: extra graph outputs) and keeps the stretch between the last agreeing and the first differing one;
-the node found is then checked upstream: while one of its (mapped) inputs differs, that input's producer
-is the new candidate. The answer: a node whose output differs and whose inputs agree.
+The candidates are the values with an ONNX counterpart (the importer records which ONNX value is which
+OpenVINO op output: metadata_props "openvino_names"). A bisection over the topological order of the
+data-dependent candidates upstream of a differing value exposes a few of them per run on both sides
+(OpenVINO: extra Results on a clone of the model; ONNX: extra graph outputs) and keeps the stretch between
+the last agreeing and the first differing one; the search repeats among the ancestors of each differing
+value found (values of parallel branches and weights, which agree, would mislead a single bisection), then
+checks the node's direct inputs, weights included: while one differs, its producer is the new candidate.
+The answer: a node whose output differs and whose inputs agree.
 """
 from __future__ import annotations
 
@@ -68,26 +70,18 @@ class _Probe:
         return [not m.agree for m in self.metrics(candidates)]
 
 
-def localise(runner, output_index: int, tolerance, say=lambda text: None):
-    """Localisation of the first diverging node upstream of output `output_index`, or None (nothing
-    mapped)."""
-    from .compare_models import Localisation
+def _data_dependent(model) -> set:
+    """Names of the ops whose value depends on a Parameter (weights and their decompression do not)."""
+    dynamic = set()
+    for op in model.get_ordered_ops():
+        if op.get_type_name() == "Parameter" or any(
+                op.input_value(i).get_node().get_name() in dynamic for i in range(op.get_input_size())):
+            dynamic.add(op.get_name())
+    return dynamic
 
-    model = runner.ov_model
-    result = model.get_results()[runner.ov_outputs[output_index]]
-    ancestors = _ancestors(result)
-    skip = {"Parameter", "Constant", "Result"}
-    ops = [op for op in model.get_ordered_ops() if op.get_name() in ancestors and op.get_type_name() not in skip]
-    chain = []
-    for op in ops:
-        for port in range(op.get_output_size()):
-            value = runner.names.get(f"{op.get_friendly_name()}:{port}")
-            if value is not None:
-                chain.append((op.get_friendly_name(), port, value, op))
-    if not chain:
-        return None
-    probe = _Probe(runner, tolerance)
-    # chain[hi] differs (hi == len(chain): only the output itself is known to differ)
+
+def _bisect(chain: list, probe: "_Probe", say) -> int:
+    """Index of a differing value of `chain` whose probed predecessor agrees (len(chain): none differs)."""
     lo, hi = 0, len(chain)
     while lo < hi:
         if hi - lo <= POINTS:
@@ -103,12 +97,43 @@ def localise(runner, output_index: int, tolerance, say=lambda text: None):
             hi = first
             previous = [p for p in points if p < first]
             lo = previous[-1] + 1 if previous else lo
-    if hi == len(chain):
-        hi = len(chain) - 1  # every mapped value agrees: the output's own producer is unmapped
-    index = {c[:2]: c for c in chain}
-    node_candidate = chain[hi]
-    inputs_agree = True
-    while True:  # upstream check: a node whose inputs agree
+    return hi
+
+
+def localise(runner, output_index: int, tolerance, say=lambda text: None):
+    """Localisation of the first diverging node upstream of output `output_index`, or None (nothing
+    mapped). Bisection over the data-dependent mapped ancestors of the current differing value, narrowed to
+    the ancestors of each differing value found; then its direct inputs (weights included) are checked."""
+    from .compare_models import Localisation
+
+    model = runner.ov_model
+    result = model.get_results()[runner.ov_outputs[output_index]]
+    skip = {"Parameter", "Constant", "Result"}
+    candidates = []
+    for op in model.get_ordered_ops():
+        if op.get_type_name() in skip:
+            continue
+        for port in range(op.get_output_size()):
+            value = runner.names.get(f"{op.get_friendly_name()}:{port}")
+            if value is not None:
+                candidates.append((op.get_friendly_name(), port, value, op))
+    dynamic = _data_dependent(model)
+    index = {c[:2]: c for c in candidates}
+    probe = _Probe(runner, tolerance)
+    node_candidate, inputs_agree = None, True
+    while True:
+        target = result if node_candidate is None else node_candidate[3]
+        ancestors = _ancestors(target)
+        chain = [c for c in candidates if c[3].get_name() in ancestors and c[3].get_name() in dynamic]
+        found = _bisect(chain, probe, say)
+        if found < len(chain):
+            node_candidate = chain[found]
+            continue
+        if node_candidate is None:  # nothing data-dependent differs: start from the closest mapped value
+            closest = [c for c in candidates if c[3].get_name() in ancestors]
+            if not closest:
+                return None
+            node_candidate = closest[-1]
         op = node_candidate[3]
         inputs = _mapped_inputs(op, runner, index)
         if not inputs:
@@ -116,8 +141,7 @@ def localise(runner, output_index: int, tolerance, say=lambda text: None):
                                for i in range(op.get_input_size()))
             break
         say(f"checking the {len(inputs)} inputs of {op.get_friendly_name()!r}")
-        flags = probe.differs(inputs)
-        differing = [c for c, flag in zip(inputs, flags) if flag]
+        differing = [c for c, flag in zip(inputs, probe.differs(inputs)) if flag]
         if not differing:
             break
         node_candidate = differing[0]
