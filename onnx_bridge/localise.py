@@ -71,9 +71,12 @@ class _Probe:
 
 
 def _data_dependent(model) -> set:
-    """Names of the ops whose value depends on a Parameter (weights and their decompression do not)."""
+    """Names of the ops whose value depends on the values of a Parameter (weights and their decompression do
+    not, nor shape computations: a ShapeOf output depends on shapes only)."""
     dynamic = set()
     for op in model.get_ordered_ops():
+        if op.get_type_name() == "ShapeOf":
+            continue
         if op.get_type_name() == "Parameter" or any(
                 op.input_value(i).get_node().get_name() in dynamic for i in range(op.get_input_size())):
             dynamic.add(op.get_name())
@@ -84,10 +87,11 @@ def _bisect(chain: list, probe: "_Probe", say) -> int:
     """Index of a differing value of `chain` whose probed predecessor agrees (len(chain): none differs)."""
     lo, hi = 0, len(chain)
     while lo < hi:
-        if hi - lo <= POINTS:
+        count = POINTS if hi - lo < 64 else 2 * POINTS + 1  # fewer runs (each compiles both sides) on long chains
+        if hi - lo <= count:
             points = list(range(lo, hi))
         else:
-            points = sorted({lo + (hi - lo) * (k + 1) // (POINTS + 1) for k in range(POINTS)})
+            points = sorted({lo + (hi - lo) * (k + 1) // (count + 1) for k in range(count)})
         say(f"bisecting {hi - lo} candidate values, probing {len(points)}")
         flags = probe.differs([chain[p] for p in points])
         first = next((p for p, flag in zip(points, flags) if flag), None)
