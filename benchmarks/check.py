@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnx_bridge.comparison import EXACT, measure
+
 ROUNDING = 1e-5  # float differences up to this relative size: another summation order, not other semantics
 
 
@@ -18,24 +20,25 @@ def compare(got, expected) -> str:
     for index, (a, b) in enumerate(zip(got, expected)):
         if a is None:
             continue
-        a = np.asarray(a)
+        a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape:
             problems.append(f"output {index}: shape {a.shape}, expected {b.shape}")
-        elif np.array_equal(a, b, equal_nan=b.dtype.kind == "f"):
             continue
-        elif a.dtype != b.dtype:
+        if a.dtype != b.dtype:
+            if np.array_equal(a, b, equal_nan=b.dtype.kind == "f"):
+                continue
             problems.append(f"output {index}: {a.dtype}, expected {b.dtype}")
-        else:
-            detail = f"output {index}: {np.count_nonzero(a != b)} of {b.size} elements differ"
-            if b.dtype.kind == "f":
-                wide = a.astype(np.float64)
-                scale = np.maximum(np.maximum(np.abs(wide), np.abs(b)), np.finfo(b.dtype).tiny)
-                relative = float(np.nanmax(np.abs(wide - b) / scale))
-                detail += f", max relative difference {relative:.1e}"
-                if relative <= ROUNDING:
-                    rounding.append(detail)
-                    continue
-            problems.append(detail)
+            continue
+        metrics = measure(b, a, tolerance=EXACT)
+        if metrics.agree:
+            continue
+        detail = f"output {index}: {metrics.count} of {b.size} elements differ"
+        if b.dtype.kind == "f":
+            detail += f", max relative difference {metrics.max_rel:.1e}"
+            if metrics.max_rel <= ROUNDING:
+                rounding.append(detail)
+                continue
+        problems.append(detail)
     if problems:
         return "; ".join(problems)
     return "rounding: " + "; ".join(rounding) if rounding else "exact"

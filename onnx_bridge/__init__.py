@@ -19,6 +19,8 @@ _LAZY = {
     "take_errors": "onnx_bridge.session",
     "custom_op": "onnx_bridge.user_ops",
     "convert": "converters",
+    "compare": "onnx_bridge.compare_models",
+    "CompareReport": "onnx_bridge.compare_models",
     "register_schemas": "custom_ops._schemas",
 }
 

@@ -11,7 +11,7 @@ import sys
 from .commands._files import EXIT_CODES
 from .errors import BridgeError
 
-COMMANDS = ("demo", "convert", "run", "conformance", "bench", "audit")
+COMMANDS = ("demo", "convert", "run", "compare", "conformance", "bench", "audit")
 
 
 def _load(name):

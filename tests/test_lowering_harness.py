@@ -12,6 +12,8 @@ from converters import convert
 from custom_ops._schemas import register_schemas
 from custom_ops._types import BFLOAT16, NUMPY_TO_ONNX
 from onnx_bridge._feeds import graph_input, graph_output
+from onnx_bridge.comparison import EXACT, tolerance_of
+from onnx_bridge.comparison import assert_same as comparison_assert
 from onnx_bridge.config import DOMAIN, IR_VERSION, TARGET_OPSET
 
 
@@ -75,16 +77,11 @@ def run_reference(model, feeds):
 
 
 def assert_same(got, expected, *, rtol: float = 0.0, what: str = ""):
-    """Integers and bools bit-exact; floats equal (NaN == NaN, -0.0 == 0.0) or within rtol."""
+    """Integers and bools bit-exact; floats equal (NaN == NaN, -0.0 == 0.0) or within rtol (bfloat16 exact)."""
     assert len(got) == len(expected), what
     for index, (a, b) in enumerate(zip(got, expected)):
-        label = f"{what} output {index}"
-        assert a.dtype == b.dtype, f"{label}: dtype {a.dtype} != {b.dtype}"
-        assert a.shape == b.shape, f"{label}: shape {a.shape} != {b.shape}"
-        if a.dtype.kind == "f" and rtol:
-            np.testing.assert_allclose(a, b, rtol=rtol, atol=0, equal_nan=True, err_msg=label)
-        else:
-            np.testing.assert_array_equal(a, b, err_msg=label)
+        tolerance = tolerance_of(rtol=rtol) if np.asarray(b).dtype.kind == "f" else EXACT
+        comparison_assert([a], [b], tolerance, f"{what} output {index}")
 
 
 def check_model(model: onnx.ModelProto, *, dialect_free: bool = True):

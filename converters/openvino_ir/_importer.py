@@ -5,6 +5,7 @@ counts) and every unsupported configuration at once.
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections import Counter
@@ -403,7 +404,27 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
                 fill_tensor(model.graph.initializer.add(), array, name, code)
                 if mapped is not None and dense:  # copied: the weights are not held twice
                     mapped.release(array)
+    _record_names(model, ov_model, shared.names)
     return model
+
+
+#: metadata_props key of the OpenVINO output -> ONNX value map (JSON {"friendly name:port": value name})
+NAMES_KEY = "openvino_names"
+
+
+def _record_names(model: onnx.ModelProto, ov_model, names: dict) -> None:
+    """Which ONNX value is which OpenVINO op output (main graph, values some node computes; ambiguous
+    friendly names left out): what `onnx-bridge compare` exposes to find where two runtimes part."""
+    computed = {output for node in model.graph.node for output in node.output}
+    found, seen = {}, Counter(op.get_friendly_name() for op in ov_model.get_ordered_ops())
+    for op in ov_model.get_ordered_ops():
+        if seen[op.get_friendly_name()] > 1:
+            continue
+        for index in range(op.get_output_size()):
+            value = names.get((op.get_name(), index))
+            if value in computed:
+                found[f"{op.get_friendly_name()}:{index}"] = value
+    model.metadata_props.add(key=NAMES_KEY, value=json.dumps(found, separators=(",", ":")))
 
 
 #: Seconds after which a conversion reports progress on stderr.

@@ -24,7 +24,7 @@ from custom_ops.errors import BridgeError, ModelError
 #: Exit code -> meaning (every command).
 EXIT_CODES = {
     0: "success",
-    1: "a check found differences (demo, conformance)",
+    1: "a check found differences (demo, conformance; compare: unexplained differences)",
     2: "usage error, or the model cannot be loaded, converted or run",
     3: "an input file is missing or cannot be read",
     4: "an output path cannot be a file: it is a directory, or sits under a file",
@@ -32,6 +32,8 @@ EXIT_CODES = {
     6: "an output path names an input file (the same file through a symlink or hard link too)",
     7: "convert: the result has a dialect node that can never run (see --allow-invalid)",
     8: "convert: the OpenVINO IR uses ops or configurations the importer does not support (all listed)",
+    9: "compare: the outputs differ, and every difference is explained (tie order, int8 spread, a known "
+       "deviation of OpenVINO CPU from its specification)",
     70: "internal error (a bug; ONNX_BRIDGE_TRACEBACK=1 prints the traceback)",
     130: "interrupted",
 }

@@ -1,4 +1,6 @@
-"""`onnx-bridge demo`: run the model gallery through every path and show agreement and timing."""
+"""`onnx-bridge demo`: convert a real architecture's OpenVINO IR (torchvision resnet18 with random weights,
+built now when torch is installed), run it and `compare` it with OpenVINO; then run the model gallery through
+every path and show agreement and timing."""
 from __future__ import annotations
 
 import statistics
@@ -21,6 +23,8 @@ def add_arguments(parser) -> None:
                         help="directory holding <name>.onnx, <name>_inputs.npz and <name>.xml "
                              "(default: the bundled gallery, models/ in a checkout)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per path (median shown)")
+    parser.add_argument("--no-architecture", action="store_true",
+                        help="skip building, converting and comparing resnet18 (needs torch, torchvision)")
 
 
 def _median_ms(run, repeat: int):
@@ -84,14 +88,73 @@ def _paths(onnx_path: Path, xml_path: Path):
             ("lowered standard ONNX", standard), ("OpenVINO CPU (IR)", openvino)]
 
 
+def _torchvision():
+    """torchvision beside a CPU build of torch whose C extension does not load: its Python side registers
+    fake kernels for torchvision::nms/qnms, which need the schemas the extension would have defined
+    (resnet18 calls no C op)."""
+    import importlib
+
+    import torch
+
+    if not hasattr(torch.ops.torchvision, "nms"):
+        try:
+            library = torch.library.Library("torchvision", "DEF")
+            library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            library.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            _torchvision.library = library  # keep the definitions alive
+        except RuntimeError:  # defined already
+            pass
+    return importlib.import_module("torchvision")
+
+
+def architecture() -> int:
+    """resnet18 (random weights) -> OpenVINO IR -> ONNX -> run -> compare. 1 on an unexplained difference."""
+    import tempfile
+
+    print("resnet18 (torchvision, random weights): OpenVINO IR -> ONNX -> onnx_bridge.InferenceSession -> compare")
+    try:
+        import openvino as ov
+        import torch
+        torchvision = _torchvision()
+    except ImportError as exc:
+        print(f"  skipped: {exc} (pip install torch torchvision openvino)")
+        return 0
+    from converters.model_io import save_model
+    from converters.openvino_ir import import_ir
+    from onnx_bridge.compare_models import EXIT_DIFFERENT, compare
+
+    torch.manual_seed(0)
+    net = torchvision.models.resnet18(weights=None).eval()
+    with tempfile.TemporaryDirectory() as directory:
+        xml, converted = Path(directory) / "resnet18.xml", Path(directory) / "resnet18.onnx"
+        start = time.perf_counter()
+        example = (torch.randn(1, 3, 64, 64),)
+        with torch.no_grad():  # traced once (convert_model's own trace check re-runs the model)
+            ir = ov.convert_model(torch.jit.trace(net, example, check_trace=False), example_input=example)
+        ir.inputs[0].get_tensor().set_names({"image"})
+        ir.outputs[0].get_tensor().set_names({"logits"})
+        ov.save_model(ir, str(xml))
+        print(f"  built {xml.name} ({time.perf_counter() - start:.1f} s; what `ovc` or openvino.convert_model "
+              "gives users)")
+        start = time.perf_counter()
+        model = import_ir(xml)
+        save_model(model, converted)
+        print(f"  onnx-bridge convert resnet18.xml -o resnet18.onnx: {len(model.graph.node)} ONNX nodes "
+              f"({time.perf_counter() - start:.1f} s)")
+        report = compare(xml, converted)
+    print("  onnx-bridge compare resnet18.xml --onnx resnet18.onnx:")
+    print("\n".join("    " + line for line in report.text().splitlines()))
+    return 1 if report.exit_code == EXIT_DIFFERENT else 0
+
+
 def main(args) -> int:
+    failures = 0 if args.no_architecture else architecture()
     if not args.models.is_dir():
         raise InputFileError(f"--models {args.models} is not a directory")
     models = sorted(args.models.glob("*.onnx"))
     if not models:
         print(f"no models in {args.models}")
         return 1
-    failures = 0
     for onnx_path in models:
         feeds = dict(np.load(onnx_path.with_name(f"{onnx_path.stem}_inputs.npz")))
         names = [o.name for o in onnx.load(str(onnx_path), load_external_data=False).graph.output]

@@ -10,7 +10,7 @@ import numpy as np
 import openvino as ov
 from openvino import opset1
 
-from onnx_bridge import divergences
+from onnx_bridge import comparison, divergences
 
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 #: Transcendental functions: OpenVINO's CPU plugin and onnxruntime use different vectorised
@@ -75,11 +75,6 @@ def ov_run(model, feeds):
 
 
 def assert_same(got, want, tolerance, what):
-    assert len(got) == len(want), what
-    for index, (a, b) in enumerate(zip(got, want)):
-        b = np.asarray(b)
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), f"{what} output {index}"
-        if tolerance:
-            np.testing.assert_allclose(a, b, **tolerance, err_msg=f"{what} output {index}")
-        else:
-            np.testing.assert_array_equal(a, b, err_msg=f"{what} output {index}")
+    """Outputs of the same count, dtype and shape; floats within `tolerance` (numpy-style rtol/atol, {}:
+    exact), NaN == NaN; integers and bools exact."""
+    comparison.assert_same(got, want, tolerance, what)

@@ -23,9 +23,12 @@ from typing import Callable
 
 import numpy as np
 
+from onnx_bridge.comparison import measure, tolerance_of
+
 #: float comparisons with OpenVINO CPU (f32 precision hint; no dynamic int8 quantization of activations, which
 #: the CPU plugin applies to compressed weights by default on some CPUs: an approximation, docs/llm.md)
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
+_TOLERANCE = tolerance_of(**TOLERANCE)
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 RNG_SEED = 0
 
@@ -427,28 +430,15 @@ def missing_ops(message: str) -> list[str]:
 
 
 def max_difference(got: list, want: list) -> float:
-    worst = 0.0
-    for g, w in zip(got, want):
-        if g.shape != w.shape or g.dtype != w.dtype:
-            return float("inf")
-        if g.size:
-            worst = max(worst, float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64)))))
-    return worst
+    metrics = [measure(w, g, tolerance=_TOLERANCE) for g, w in zip(got, want)]
+    if any(m.status in ("shape", "dtype") for m in metrics):
+        return float("inf")
+    return max((m.max_abs for m in metrics), default=0.0)
 
 
 def same(got: list, want: list) -> bool:
     """Float outputs within TOLERANCE, integer and bool outputs exact."""
-    if len(got) != len(want):
-        return False
-    for g, w in zip(got, want):
-        if g.shape != w.shape or g.dtype != w.dtype:
-            return False
-        if np.issubdtype(w.dtype, np.floating):
-            if not np.allclose(g, w, equal_nan=True, **TOLERANCE):
-                return False
-        elif not np.array_equal(g, w):
-            return False
-    return True
+    return len(got) == len(want) and all(measure(w, g, tolerance=_TOLERANCE).agree for g, w in zip(got, want))
 
 
 @dataclass
