@@ -1,0 +1,1 @@
+"""Dialect op units, one module per op under a family package."""
