@@ -1,0 +1,153 @@
+"""PSROIPooling-1 (OpenVINO): position-sensitive ROI pooling (R-FCN).
+
+input: [N, C, H, W]; coords: [R, 5] rows (batch_id, x1, y1, x2, y2) in image pixels, scaled by
+spatial_scale. Output [R, output_dim, group_size, group_size].
+mode "average": C = output_dim * group_size^2; the corners rounded (half away from zero), the box
+[x1, x2 + 1) split into group_size^2 bins [floor, ceil) clipped to the map; bin (i, j) of output
+channel k averages input channel (k * group_size + i) * group_size + j, summed row by row in the input
+type (an empty bin gives NaN, as 0 / 0).
+mode "bilinear": C = output_dim * spatial_bins_x * spatial_bins_y; the box split into
+spatial_bins_y x spatial_bins_x sub-boxes, sub-box s read from input channel s * output_dim + k at the
+point of its own group_size grid (bilinear, a point at or past the map end is skipped), the sub-boxes
+summed and divided by their count.
+Points or bins left of or above the map (negative coordinates) are refused: OpenVINO's reference
+converts them to unsigned indices there (undefined behaviour).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from custom_ops import _checks as check
+from custom_ops.errors import OpError
+
+from .roi_pooling import batch_ids, lerp, round_half_away
+
+OP = "PSROIPooling"
+TYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
+MODES = ("average", "bilinear")
+F32 = np.float32
+
+
+def validate(data, rois, output_dim, group_size, spatial_scale, spatial_bins_x, spatial_bins_y, mode):
+    data, rois = check.as_array(OP, "input", data), check.as_array(OP, "coords", rois)
+    check.data_type(OP, "input", data, TYPES)
+    if rois.dtype != data.dtype:
+        raise OpError(OP, "input 'coords'", "element type must equal input's", value=str(rois.dtype),
+                      allowed=str(data.dtype))
+    if data.ndim != 4:
+        raise OpError(OP, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise OpError(OP, "input 'coords'", "must have shape [R, 5]", value=rois.shape)
+    mode = check.choice(OP, "mode", mode, MODES)
+    for name, value in (("output_dim", output_dim), ("group_size", group_size),
+                        ("spatial_bins_x", spatial_bins_x), ("spatial_bins_y", spatial_bins_y)):
+        if int(value) < 1:
+            raise OpError(OP, f"attribute '{name}'", "must be positive", value=value, allowed=">= 1")
+    if not (np.isfinite(spatial_scale) and spatial_scale > 0):
+        raise OpError(OP, "attribute 'spatial_scale'", "must be positive", value=spatial_scale, allowed="> 0")
+    bins = int(group_size) ** 2 if mode == "average" else int(spatial_bins_x) * int(spatial_bins_y)
+    if data.shape[1] != int(output_dim) * bins:
+        what = "output_dim * group_size^2" if mode == "average" else "output_dim * spatial_bins_x * spatial_bins_y"
+        raise OpError(OP, "input 'input'", f"channel count must equal {what}", value=data.shape[1],
+                      allowed=int(output_dim) * bins)
+    ids = batch_ids(OP, "coords", rois[:, 0], data.shape[0]) if rois.size else np.zeros(0, np.int64)
+    return data, rois, ids, mode
+
+
+def psroi_pooling(data, rois, output_dim: int, group_size: int, spatial_scale: float, spatial_bins_x: int = 1,
+                  spatial_bins_y: int = 1, mode: str = "average"):
+    data, rois, ids, mode = validate(data, rois, output_dim, group_size, spatial_scale, spatial_bins_x,
+                                     spatial_bins_y, mode)
+    scale = F32(spatial_scale)
+    box = rois[:, 1:].astype(F32)                                               # static_cast<float>
+    if mode == "average":
+        return _average(data, box, ids, int(output_dim), int(group_size), scale)
+    return _bilinear(data, box, ids, int(output_dim), int(group_size), scale, int(spatial_bins_x),
+                     int(spatial_bins_y))
+
+
+def _average(data, box, ids, output_dim, group, scale):
+    t = data.dtype
+    _, _, height, width = data.shape
+    rounded = round_half_away(box).astype(F32)
+    x0, y0 = rounded[:, 0] * scale, rounded[:, 1] * scale
+    x1, y1 = (rounded[:, 2] + F32(1)) * scale, (rounded[:, 3] + F32(1)) * scale
+    bin_w, bin_h = (x1 - x0) / F32(group), (y1 - y0) / F32(group)              # [R]
+    index = np.arange(group + 1, dtype=F32)
+
+    def edges(start, size, limit, axis):
+        low = np.floor(start[:, None] + index[None, :-1] * size[:, None])
+        high = np.ceil(start[:, None] + index[None, 1:] * size[:, None])
+        if (low < 0).any():
+            raise OpError(OP, "input 'coords'", f"a bin starts before the map ({axis} < 0)",
+                          value=float(low.min()), allowed=">= 0")
+        low = np.minimum(low.astype(np.int64), limit - 1)
+        high = np.minimum(np.maximum(high, 0).astype(np.int64), limit)
+        return low, high                                                        # [R, G]
+
+    w0, w1 = edges(x0, bin_w, width, "x")
+    h0, h1 = edges(y0, bin_h, height, "y")
+    channels = np.arange(output_dim * group * group).reshape(output_dim, group, group)
+    values = data[ids[:, None, None, None], channels[None]]                     # [R, K, G, G, H, W]
+    rows, cols = np.arange(height), np.arange(width)
+    in_h = (rows >= h0[:, :, None]) & (rows < h1[:, :, None])                   # [R, G, H]
+    in_w = (cols >= w0[:, :, None]) & (cols < w1[:, :, None])                   # [R, G, W]
+    inside = in_h[:, None, :, None, :, None] & in_w[:, None, None, :, None, :]  # [R, 1, G, G, H, W]
+    masked = np.where(inside, values, t.type(0)).reshape(*values.shape[:4], -1)
+    total = np.cumsum(masked, axis=-1, dtype=t)[..., -1] if masked.shape[-1] else np.zeros(masked.shape[:4], t)
+    count = ((h1 - h0)[:, :, None] * (w1 - w0)[:, None, :])                     # [R, G, G]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (total / count[:, None].astype(t)).astype(t)
+
+
+def inside(point, limit):
+    """Whether a sampling point is read (the reference: below the map size; OpenVINO's CPU plugin: at most
+    size - 1, a declared divergence)."""
+    return point < F32(limit)
+
+
+def sample_points(start, end, bins, group, limit):
+    """[R, bins, group] sampling coordinates along one axis, float32 in the reference's order (OpenVINO's
+    CPU plugin uses an algebraically equal formula: a declared divergence of the last bits)."""
+    size = (end - start) / F32(bins)                                            # [R]
+    begin = start[:, None] + np.arange(bins, dtype=F32)[None, :] * size[:, None]  # [R, bins]
+    if group > 1:
+        step = size * F32(limit - 1) / F32(group - 1)
+        return np.arange(group, dtype=F32)[None, None, :] * step[:, None, None] + (begin * F32(limit - 1))[:, :, None]
+    mid = (begin + begin + size[:, None]) * F32(limit - 1) / F32(2)
+    return np.broadcast_to(mid[:, :, None], (*mid.shape, group))
+
+
+def _bilinear(data, box, ids, output_dim, group, scale, bins_x, bins_y):
+    t = data.dtype
+    _, _, height, width = data.shape
+    x0, y0, x1, y1 = (box[:, k] * scale for k in range(4))
+    px = sample_points(x0, x1, bins_x, group, width)                          # [R, SX, G]
+    py = sample_points(y0, y1, bins_y, group, height)                         # [R, SY, G]
+    if (px < 0).any() or (py < 0).any():
+        raise OpError(OP, "input 'coords'", "a sampling point lies before the map (negative coordinate)",
+                      value=float(min(px.min(), py.min())), allowed=">= 0")
+    x = px[:, None, :, None, :]                                                 # [R, SY, SX, G(h), G(w)]
+    y = py[:, :, None, :, None]
+    x, y = np.broadcast_arrays(x, y)
+    used = inside(x, width) & inside(y, height)
+    left = np.where(used, np.floor(x), 0).astype(np.int64)
+    top = np.where(used, np.floor(y), 0).astype(np.int64)
+    right = np.minimum(np.where(used, np.ceil(x), 0).astype(np.int64), width - 1)
+    bottom = np.minimum(np.where(used, np.ceil(y), 0).astype(np.int64), height - 1)
+    sub = np.arange(bins_y * bins_x).reshape(1, bins_y, bins_x)
+    channel = sub * output_dim + np.arange(output_dim)[:, None, None]          # [K, SY, SX]
+    n = ids[:, None, None, None, None, None]
+    ch = channel[None, :, :, :, None, None]                                     # gathers [R, K, SY, SX, G, G]
+
+    def at(yy, xx):
+        return data[n, ch, yy[:, None], xx[:, None]]
+
+    dx = (x - left.astype(F32)).astype(t)[:, None]
+    dy = (y - top.astype(F32)).astype(t)[:, None]
+    upper = lerp(at(top, left), at(top, right), dx)
+    lower = lerp(at(bottom, left), at(bottom, right), dx)
+    value = np.where(used[:, None], lerp(upper, lower, dy), t.type(0))         # [R, K, SY, SX, G, G]
+    flat = value.reshape(*value.shape[:2], bins_y * bins_x, group, group)
+    total = np.cumsum(flat, axis=2, dtype=t)[:, :, -1]                          # sequential, in sub-box order
+    return (total / t.type(bins_x * bins_y)).astype(t)

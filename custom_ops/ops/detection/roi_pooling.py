@@ -1,0 +1,143 @@
+"""ROIPooling-2 (OpenVINO): pool each region of interest of a feature map into pooled_h x pooled_w bins.
+
+input: [N, C, H, W]; coords: [R, 5] rows (batch_id, x1, y1, x2, y2). Output [R, C, pooled_h, pooled_w].
+method "max": the corners scaled by spatial_scale and rounded half away from zero; the ROI (at least
+1 x 1) split into bins [floor(i * size / pooled), ceil((i + 1) * size / pooled)) clipped to the map;
+an empty bin is 0. method "bilinear": corners are normalised [0, 1]; bin centres spread evenly from
+the first to the last corner (the last exactly at the end), interpolated between the 4 neighbours;
+a centre outside the map is 0. Arithmetic in the input type, in the reference's order.
+batch_id is truncated to an integer and must be in [0, N - 1].
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from custom_ops import _checks as check
+from custom_ops.errors import OpError
+
+OP = "ROIPooling"
+TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+METHODS = ("max", "bilinear")
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """std::round: halves away from zero (numpy rounds them to even)."""
+    wide = x.astype(np.float64)
+    return np.trunc(wide + np.copysign(0.5, wide))
+
+
+def batch_ids(op: str, name: str, values: np.ndarray, batches: int) -> np.ndarray:
+    """ROI batch indices: truncated to integers, in [0, batches - 1]."""
+    with np.errstate(invalid="ignore"):
+        ids = np.trunc(values.astype(np.float64))
+    bad = ~((ids >= 0) & (ids < batches))
+    if bad.any():
+        raise OpError(op, f"input '{name}'", "ROI batch index out of range", value=float(values[bad][0]),
+                      allowed=f"[0, {batches - 1}]")
+    return ids.astype(np.int64)
+
+
+def validate(data, rois, pooled_h, pooled_w, spatial_scale, method):
+    data, rois = check.as_array(OP, "input", data), check.as_array(OP, "coords", rois)
+    check.data_type(OP, "input", data, TYPES)
+    if rois.dtype != data.dtype:
+        raise OpError(OP, "input 'coords'", "element type must equal input's", value=str(rois.dtype),
+                      allowed=str(data.dtype))
+    if data.ndim != 4:
+        raise OpError(OP, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise OpError(OP, "input 'coords'", "must have shape [R, 5]", value=rois.shape)
+    method = check.choice(OP, "method", method, METHODS)
+    if int(pooled_h) < 1 or int(pooled_w) < 1:
+        raise OpError(OP, "attribute 'pooled_h'/'pooled_w'", "must be positive", value=(pooled_h, pooled_w),
+                      allowed=">= 1")
+    if not np.isfinite(spatial_scale) or spatial_scale <= 0:
+        raise OpError(OP, "attribute 'spatial_scale'", "must be positive", value=spatial_scale, allowed="> 0")
+    ids = batch_ids(OP, "coords", rois[:, 0], data.shape[0]) if rois.size else np.zeros(0, np.int64)
+    return data, rois, ids, method
+
+
+def roi_pooling(data, rois, pooled_h: int, pooled_w: int, spatial_scale: float = 1.0, method: str = "max"):
+    data, rois, ids, method = validate(data, rois, pooled_h, pooled_w, spatial_scale, method)
+    pooled_h, pooled_w = int(pooled_h), int(pooled_w)
+    if method == "max":
+        return _max(data, rois, ids, pooled_h, pooled_w, spatial_scale)
+    return _bilinear(data, rois, ids, pooled_h, pooled_w)
+
+
+def _bins(start, size, pooled, limit, t):
+    """[R, pooled] bin starts and ends of ROIs starting at `start` [R] with `size` [R] cells."""
+    step = size.astype(t) / t.type(pooled)                                  # [R]
+    index = np.arange(pooled + 1, dtype=t)
+    edges = index[None, :] * step[:, None]
+    low = np.floor(edges[:, :-1]).astype(np.int64) + start[:, None]
+    high = np.ceil(edges[:, 1:]).astype(np.int64) + start[:, None]
+    return np.clip(low, 0, limit), np.clip(high, 0, limit)
+
+
+def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
+    t = data.dtype
+    _, channels, height, width = data.shape
+    wide = np.promote_types(t, np.float32)                 # T * float, as C++ promotes it
+    corners = round_half_away(rois[:, 1:].astype(wide) * np.float32(spatial_scale)).astype(np.int64)
+    x0, y0, x1, y1 = corners.T
+    h0, h1 = _bins(y0, np.maximum(y1 - y0 + 1, 1), pooled_h, height, t)       # [R, PH]
+    w0, w1 = _bins(x0, np.maximum(x1 - x0 + 1, 1), pooled_w, width, t)       # [R, PW]
+    rows, cols = np.arange(height), np.arange(width)
+    out = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), t)
+    lowest = np.finfo(t).min
+    for r in range(rois.shape[0]):                      # bins differ per ROI; everything else is vectorised
+        in_w = (cols[None, :] >= w0[r, :, None]) & (cols[None, :] < w1[r, :, None])          # [PW, W]
+        in_h = (rows[None, :] >= h0[r, :, None]) & (rows[None, :] < h1[r, :, None])          # [PH, H]
+        fmap = data[ids[r]]                                                                   # [C, H, W]
+        across = np.where(in_w[None, None], fmap[:, :, None, :], lowest).max(axis=-1, initial=lowest)
+        pooled = np.where(in_h[None, :, :, None], across[:, None, :, :], lowest).max(axis=2, initial=lowest)
+        empty = (h1[r] <= h0[r])[:, None] | (w1[r] <= w0[r])[None, :]                         # [PH, PW]
+        out[r] = np.where(empty[None], t.type(0), pooled)
+    return out
+
+
+def lerp(a, b, weight):
+    """a + (b - a) * weight, rounded after the product as the reference does (OpenVINO's CPU plugin fuses
+    the multiply-add: a declared divergence of the last bit)."""
+    return a + (b - a) * weight
+
+
+def _bilinear(data, rois, ids, pooled_h, pooled_w):
+    t = data.dtype
+    _, channels, height, width = data.shape
+    x0, y0, x1, y1 = (rois[:, k] for k in range(1, 5))
+
+    def centres(start, end, pooled, size):
+        if pooled == 1:             # the sum in T, the rest in double (the reference's 0.5 is a double)
+            mid = 0.5 * (start + end).astype(np.float64) * (size - 1)
+            return mid.astype(t)[:, None]
+        scale = ((end - start) * t.type(size - 1)) / t.type(pooled - 1)
+        index = np.arange(pooled, dtype=t)
+        inner = index[None, :] * scale[:, None] + (start * t.type(size - 1))[:, None]
+        inner[:, -1] = t.type(size - 1) * end
+        return inner
+
+    ys = centres(y0, y1, pooled_h, height)                                    # [R, PH]
+    xs = centres(x0, x1, pooled_w, width)                                     # [R, PW]
+    y = ys[:, :, None]
+    x = xs[:, None, :]
+    inside = (y >= 0) & (y <= t.type(height - 1)) & (x >= 0) & (x <= t.type(width - 1))  # [R, PH, PW]
+    with np.errstate(invalid="ignore"):
+        top = np.where(inside, np.floor(y), 0).astype(np.int64)
+        left = np.where(inside, np.floor(x), 0).astype(np.int64)
+        bottom = np.minimum(np.where(inside, np.ceil(y), 0).astype(np.int64), height - 1)
+        right = np.minimum(np.where(inside, np.ceil(x), 0).astype(np.int64), width - 1)
+    top, left, bottom, right = np.broadcast_arrays(top, left, bottom, right)
+    n = ids[:, None, None, None]
+    c = np.arange(channels)[None, :, None, None]
+
+    def at(yy, xx):
+        return data[n, c, yy[:, None], xx[:, None]]                           # [R, C, PH, PW]
+
+    tl, tr, bl, br = at(top, left), at(top, right), at(bottom, left), at(bottom, right)
+    dx = (x - left.astype(t))[:, None]
+    dy = (y - top.astype(t))[:, None]
+    upper, lower = lerp(tl, tr, dx), lerp(bl, br, dx)
+    value = lerp(upper, lower, dy)
+    return np.where(inside[:, None], value, t.type(0)).astype(t)
