@@ -23,6 +23,7 @@ here, from their specs) and users' own ops (onnx_bridge.custom_op) go through `r
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import traceback
 from contextlib import contextmanager
@@ -40,6 +41,7 @@ from .config import DIALECT_OPSET, DOMAIN
 from .errors import BridgeError, OpError
 
 from ._spec import resolve
+from .ops import units
 from ._types import INTEGER_TYPES, dtype_from_name
 
 #: numpy dtype -> onnxruntime-extensions PyOp type code (float16/bfloat16 cannot be carried).
@@ -166,6 +168,9 @@ class _DialectOp:
         node = attributes.pop("_node", "") or None
         logical = attributes.pop("_dtype", "")
         axis_absent = int(attributes.pop("_axis_absent", 0))
+        for attribute in self.spec.attributes:
+            if attribute.kind in JSON_KINDS and attribute.name in attributes:
+                attributes[attribute.name] = json.loads(attributes[attribute.name])
         inputs = list(feed)
         if axis_absent:
             inputs = inputs[:1]
@@ -185,14 +190,58 @@ class _DialectOp:
         return [np.require(v, dtype=d, requirements="C") for v, d in zip(values, output_dtypes)]
 
 
+#: Attribute kind -> PyOp attribute type; lists travel as JSON strings (session.prepare_model writes them).
+_ATTRIBUTE_CODES = {"int": PyCustomOpDef.dt_int64, "float": PyCustomOpDef.dt_float,
+                    "string": PyCustomOpDef.dt_string, "ints": PyCustomOpDef.dt_string,
+                    "floats": PyCustomOpDef.dt_string}
+JSON_KINDS = ("ints", "floats")
+
+
+def _attribute_codes(spec) -> dict:
+    return {a.name: _ATTRIBUTE_CODES[a.kind] for a in spec.attributes}
+
+
 def _register_dialect(op_type: str, signatures, extra_attributes=()):
     spec = resolve(op_type, DIALECT_OPSET)  # the newest version: session.prepare_model normalises to it
-    attrs = {a.name: (PyCustomOpDef.dt_int64 if a.kind == "int" else PyCustomOpDef.dt_string)
-             for a in spec.attributes}
+    attrs = _attribute_codes(spec)
     attrs.update(HIDDEN_ATTRIBUTES)
     attrs.update({name: PyCustomOpDef.dt_int64 for name in extra_attributes})
     op = _DialectOp(spec, inplace_first=op_type in ("ScatterElementsUpdate", "ScatterUpdate"))
     register_pyop(op, DOMAIN, op_type, signatures, attrs)
+
+
+def unit_signatures(unit) -> list[tuple[tuple, tuple]]:
+    """(input dtypes, output dtypes) of every carried input-type combination of a unit's newest spec: one
+    type per type constraint of the inputs (optional inputs included: prepare_model names every input);
+    an output's type is its constraint's input type, the constraint's only type, or unit.pyop_outputs'."""
+    spec = unit.newest
+    constraints = list(dict.fromkeys(port.type_constraint for port in spec.inputs))
+    choices = [[t for t in spec.type_constraints[name] if t in PYOP_TYPES] for name in constraints]
+    signatures = []
+    for combination in itertools.product(*choices):
+        bound = dict(zip(constraints, combination))
+        inputs = tuple(bound[port.type_constraint] for port in spec.inputs)
+        if unit.pyop_outputs is not None:
+            outputs = tuple(unit.pyop_outputs(inputs))
+        else:
+            outputs = []
+            for port in spec.outputs:
+                allowed = spec.type_constraints[port.type_constraint]
+                if port.type_constraint not in bound and len(allowed) != 1:
+                    raise BridgeError(f"{unit.op_type}: output {port.name!r} has type constraint "
+                                      f"{port.type_constraint} not bound by an input: give pyop_outputs")
+                outputs.append(bound.get(port.type_constraint, allowed[0] if allowed else None))
+            outputs = tuple(outputs)
+        signatures.append((inputs, outputs))
+    return signatures
+
+
+def _register_unit(unit) -> None:
+    spec = unit.newest
+    attrs = _attribute_codes(spec)
+    attrs.update(HIDDEN_ATTRIBUTES)
+    register_pyop(_DialectOp(spec, inplace_first=unit.inplace_first), DOMAIN, unit.op_type,
+                  unit_signatures(unit), attrs)
 
 
 def _register_all() -> None:
@@ -208,6 +257,8 @@ def _register_all() -> None:
     _register_dialect("Unique", [((data, axes), (data, i64, i64, i64)) for data, axes in
                                  itertools.product(CARRIED_TYPES, INTEGER_TYPES)],
                       extra_attributes=("_axis_absent",))
+    for unit in units():
+        _register_unit(unit)
 
 
 _register_all()

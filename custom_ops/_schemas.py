@@ -20,9 +20,17 @@ def _type_string(dtype) -> str:
     return f"tensor({TensorProto.DataType.Name(NUMPY_TO_ONNX[np.dtype(dtype)]).lower()})"
 
 
+_ATTRIBUTE_TYPES = {"int": onnx.AttributeProto.INT, "float": onnx.AttributeProto.FLOAT,
+                    "string": onnx.AttributeProto.STRING, "ints": onnx.AttributeProto.INTS,
+                    "floats": onnx.AttributeProto.FLOATS}
+
+
 def _attribute(spec_attribute) -> OpSchema.Attribute:
-    default = helper.make_attribute(spec_attribute.name, spec_attribute.default)
+    kind = _ATTRIBUTE_TYPES[spec_attribute.kind]
     allowed = f" One of {', '.join(map(str, spec_attribute.allowed))}." if spec_attribute.allowed else ""
+    if spec_attribute.default is None:  # required
+        return OpSchema.Attribute(spec_attribute.name, kind, f"Required.{allowed}", required=True)
+    default = helper.make_attribute(spec_attribute.name, spec_attribute.default, attr_type=kind)
     return OpSchema.Attribute(spec_attribute.name, default, f"Default {spec_attribute.default!r}.{allowed}")
 
 
@@ -38,7 +46,7 @@ def _schema(spec: OpSpec) -> OpSchema:
         type_constraints=[(name, [_type_string(t) for t in types], "")
                           for name, types in spec.type_constraints.items()],
         attributes=[_attribute(a) for a in spec.attributes])
-    schema.set_type_and_shape_inference_function(_INFERENCE[spec.op_type])
+    schema.set_type_and_shape_inference_function(spec.infer or _INFERENCE[spec.op_type])
     return schema
 
 

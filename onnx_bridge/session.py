@@ -15,6 +15,8 @@ in parallel. A caller's SessionOptions is copied, never changed.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -151,6 +153,7 @@ class _Rewriter:
         given = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         try:
             attributes = spec.attribute_values(given)
+            bound = {}  # type constraint -> (first port, its type)
             for index, port in enumerate(spec.inputs):
                 if index < len(node.input) and node.input[index]:
                     code = self._type_of(node, node.input[index], port.name)
@@ -159,13 +162,19 @@ class _Rewriter:
                         raise OpError(spec.op_type, f"input '{port.name}'", "unsupported element type",
                                       value=TensorProto.DataType.Name(code),
                                       allowed=", ".join(type_name(t) for t in allowed))
+                    first, first_code = bound.setdefault(port.type_constraint, (port.name, code))
+                    if code != first_code:
+                        raise OpError(spec.op_type, f"input '{port.name}'", f"element type must equal that of {first!r}",
+                                      value=TensorProto.DataType.Name(code),
+                                      allowed=TensorProto.DataType.Name(first_code))
                 elif not port.optional:
                     raise OpError(spec.op_type, f"input '{port.name}'", "is required but missing")
         except OpError as error:
             raise error.with_node(label)
         # The PyOps implement the newest version; an older node is its newest version with defaults
         # (ScatterElementsUpdate-3 = -12 with reduction "none", use_init_val 1).
-        attributes = custom_ops.resolve(node.op_type, DIALECT_OPSET).attribute_values(attributes)
+        newest = custom_ops.resolve(node.op_type, DIALECT_OPSET)
+        attributes = newest.attribute_values(attributes)
         data_code = self.types[node.input[0]]
         extra = [helper.make_attribute("_node", label)]
         inputs, outputs, before, after = list(node.input), list(node.output), [], []
@@ -199,6 +208,8 @@ class _Rewriter:
                     after.append(helper.make_node("Cast", [wide], [outputs[index]], to=TensorProto.INT32))
                     outputs[index] = wide
             attributes = dict(attributes, index_element_type="i64", count_element_type="i64")
+        lists = {a.name for a in newest.attributes if a.kind in ("ints", "floats")}  # PyOps take JSON
+        attributes = {name: json.dumps(value) if name in lists else value for name, value in attributes.items()}
         rewritten = helper.make_node(node.op_type, inputs, outputs, name=node.name, domain=DOMAIN,
                                      **attributes)
         rewritten.attribute.extend(extra)

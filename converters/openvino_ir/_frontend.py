@@ -66,12 +66,37 @@ _TRANSLATORS = {"ScatterElementsUpdate": _seu, "ScatterUpdate": _scatter_update,
                 "Unique": _unique}
 
 
+def _attribute_value(ctx, attribute):
+    """A dialect attribute of the node being translated, its default when absent."""
+    if attribute.default is None:  # required: no default to pass (OpenVINO raises when missing)
+        return ctx.get_attribute(attribute.name)
+    return ctx.get_attribute(attribute.name, attribute.default)
+
+
+def unit_translator(unit):
+    """The ConversionExtension translator of a unit: its native node factory on the node's inputs (absent
+    optional inputs as None) and attributes (dialect values mapped to OpenVINO's)."""
+    def translate(ctx):
+        ov = openvino()
+        spec = unit.newest
+        inputs = [ctx.get_input(i) if i < ctx.get_input_size() else None for i in range(len(spec.inputs))]
+        given = {a.name: _attribute_value(ctx, a) for a in spec.attributes}
+        attributes = unit.openvino.ov_attributes(spec.attribute_values(given))
+        return unit.openvino.factory(ov, inputs, attributes).outputs()
+    return translate
+
+
+def _translators() -> dict:
+    from custom_ops import units
+    return {**_TRANSLATORS, **{unit.op_type: unit_translator(unit) for unit in units()}}
+
+
 def core_with_extensions():
-    """A new ov.Core whose ONNX frontend reads the dialect's four ops as OpenVINO's native ops."""
+    """A new ov.Core whose ONNX frontend reads the dialect's ops as OpenVINO's native ops."""
     ov = openvino()
     from openvino.frontend.onnx import ConversionExtension
     extended = ov.Core()
-    for op_type, translator in _TRANSLATORS.items():
+    for op_type, translator in _translators().items():
         extended.add_extension(ConversionExtension(op_type, DOMAIN, translator))
     return extended
 

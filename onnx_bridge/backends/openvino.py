@@ -19,7 +19,8 @@ import re
 
 import numpy as np
 
-from custom_ops import resolve
+from custom_ops import resolve, unit_of, units
+from custom_ops.unit import present
 from custom_ops._types import BFLOAT16
 from converters.openvino_ir._frontend import OpenVINOError, core_with_extensions, extended_core, read_onnx  # noqa: F401
 from converters.openvino_ir._frontend import openvino
@@ -29,10 +30,10 @@ from custom_ops.errors import BridgeError, OpError
 
 DEVICE = "CPU"
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
-OPS = ("ScatterElementsUpdate", "ScatterUpdate", "ReduceL2", "Unique")
+OPS = ("ScatterElementsUpdate", "ScatterUpdate", "ReduceL2", "Unique") + tuple(u.op_type for u in units())
 #: Inputs given to OpenVINO as Constants (part of the compiled-model cache key); the rest are Parameters.
 CONSTANT_INPUTS = {"ScatterElementsUpdate": ("axis",), "ScatterUpdate": ("axis",), "ReduceL2": ("axes",),
-                   "Unique": ("axis",)}
+                   "Unique": ("axis",), **{u.op_type: u.openvino.constant_inputs for u in units()}}
 
 
 _openvino = functools.cache(openvino)  # the openvino module, or BridgeError naming the extra to install
@@ -89,9 +90,17 @@ def from_tensor(tensor) -> np.ndarray:
 # Native ops
 
 
-def _build(op: str, attributes: dict, parameters, constant):
-    """The native op node from Parameter nodes and the Constant axis/axes (None: Unique without axis)."""
+def _build(op: str, attributes: dict, parameters, constants):
+    """The native op node from Parameter nodes and the Constant inputs (in port order)."""
     from openvino import opset3, opset4, opset10, opset12
+    unit = unit_of(op)
+    if unit is not None:  # parameters and constants back in port order
+        constant_names = unit.openvino.constant_inputs
+        tensors, constants = iter(parameters), iter(constants)
+        inputs = [next(constants, None) if port.name in constant_names else next(tensors, None)
+                  for port in unit.newest.inputs]
+        return unit.openvino.factory(_openvino(), inputs, unit.openvino.ov_attributes(attributes))
+    constant = constants[0] if constants else None  # axis/axes (None: Unique without axis)
     if op == "ScatterElementsUpdate":
         data, indices, updates = parameters
         return opset12.scatter_elements_update(data, indices, updates, constant, attributes["reduction"],
@@ -122,12 +131,10 @@ def _compile(op: str, attributes: tuple, tensor_types: tuple, constant_key):
     from openvino import opset12
     parameters = [opset12.parameter(ov.PartialShape([-1] * rank), element_type(dtype))
                   for dtype, rank in tensor_types]
-    constant = None
-    if constant_key is not None:
-        dtype, shape, values = constant_key
-        constant = ov.op.Constant(np.array(values, dtype=dtype).reshape(shape))  # may be empty: no opset12.constant
+    # may be empty: no opset12.constant
+    constants = [ov.op.Constant(np.array(values, dtype=dtype).reshape(shape)) for dtype, shape, values in constant_key]
     try:
-        node = _build(op, dict(attributes), parameters, constant)
+        node = _build(op, dict(attributes), parameters, constants)
         model = ov.Model(node.outputs(), parameters, f"onnx_bridge_{op}")
         return core().compile_model(model, DEVICE, CONFIG)
     except RuntimeError as exc:  # OpenVINO validation errors are RuntimeErrors
@@ -156,11 +163,9 @@ def run(op: str, inputs, attributes: dict | None = None) -> tuple[np.ndarray, ..
     tensors = [a for n, a in zip(names, arrays) if n not in constant_names]
     constants = [a for n, a in zip(names, arrays) if n in constant_names]
     _refuse_crashing_inputs(op, dict(zip(names, arrays)))
-    constant_key = None
-    if constants:
-        (constant,) = constants
-        constant_key = (constant.dtype.str, constant.shape, tuple(constant.reshape(-1).tolist()))
-    key = (op, tuple(sorted(attributes.items())), tuple((a.dtype, a.ndim) for a in tensors), constant_key)
+    constant_key = tuple((c.dtype.str, c.shape, tuple(c.reshape(-1).tolist())) for c in constants)
+    hashable = tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in sorted(attributes.items()))
+    key = (op, hashable, tuple((a.dtype, a.ndim) for a in tensors), constant_key)
     compiled = _compiled(key)
     request = compiled.create_infer_request()
     try:
@@ -175,6 +180,15 @@ def run(op: str, inputs, attributes: dict | None = None) -> tuple[np.ndarray, ..
 def _check_output_shapes(op: str, named: dict, attributes: dict, outputs: tuple) -> None:
     """Raise when the outputs cannot be the op's: with one inference thread (INFERENCE_NUM_THREADS=1, or a
     single CPU core) the CPU plugin swallows its inference-time errors and returns empty outputs."""
+    unit = unit_of(op)
+    if unit is not None:
+        expected = unit.openvino.output_shapes(named, attributes) if present(unit.openvino.output_shapes) else []
+        got = [o.shape for o in outputs]
+        if any(want is not None and tuple(want) != have for want, have in zip(expected, got)):
+            raise OpenVINOError(f"OpenVINO returned {op} outputs of shape {got} where {expected} was "
+                                "expected (with one inference thread its CPU plugin returns empty outputs "
+                                "instead of raising its errors)")
+        return
     data = named["data"]
     if op in ("ScatterElementsUpdate", "ScatterUpdate"):
         expected = data.shape

@@ -1,19 +1,51 @@
-"""The four OpenVINO ops of the dialect, kept as nodes of domain org.openvinotoolkit (DIALECT.md).
+"""The OpenVINO ops of the dialect, kept as nodes of domain org.openvinotoolkit (docs/dialect.md).
 
-OpenVINO bool attributes become INT 0/1. ScatterElementsUpdate-3 is the opset-12 op with its defaults
-(reduction none, use_init_val 1), so every model imports at domain opset 12.
+One rule per unit (custom_ops.units(): OpenVINO type and versions, attribute map), generated below; the
+seed ops' rules are still written out. OpenVINO bool attributes become INT 0/1. ScatterElementsUpdate-3 is
+the opset-12 op with its defaults (reduction none, use_init_val 1), so every model imports at domain
+opset 12.
 """
 from __future__ import annotations
 
+import custom_ops
 from custom_ops.config import DOMAIN
+from custom_ops.errors import OpError
 
-from .._registry import rule
+from .._registry import Unsupported, rule
 
 
-def _dialect(ctx, node, **attributes):
+def _dialect(ctx, node, op_type=None, **attributes):
     inputs = [ctx.inp(node, i) for i in range(node.get_input_size())]
     outputs = [ctx.out(node, i) for i in range(node.get_output_size())]
-    ctx.emit(node.get_type_name(), inputs, outputs, domain=DOMAIN, **attributes)
+    ctx.emit(op_type or node.get_type_name(), inputs, outputs, domain=DOMAIN, **attributes)
+
+
+def _unit_rule(unit):
+    """The import rule of a unit: the node as the dialect op, attributes mapped by the unit's map and
+    checked by its spec (a value the dialect does not allow is refused with the spec's reason)."""
+    maps = unit.openvino.attributes
+
+    def handler(ctx, node):
+        given = node.get_attributes()
+        attributes = {m.name: m.to_onnx(given[m.ov_name]) for m in maps if m.ov_name in given}
+        try:
+            attributes = unit.newest.attribute_values(attributes)
+        except OpError as error:
+            raise Unsupported(str(error)) from None
+        _dialect(ctx, node, unit.op_type, **attributes)
+
+    handler.__name__ = handler.__qualname__ = f"unit_{unit.op_type}"
+    return handler
+
+
+def _unit_notes(unit) -> str:
+    mapped = [f"{m.ov_name} -> {m.name} ({m.kind})" for m in unit.openvino.attributes]
+    return "; ".join(filter(None, [unit.openvino.notes, ", ".join(mapped)]))
+
+
+for _unit in custom_ops.units():
+    rule(_unit.openvino.type_name, versions=_unit.openvino.versions, onnx=f"{_unit.op_type} ({DOMAIN})",
+         notes=_unit_notes(_unit), refuses=_unit.openvino.refuses)(_unit_rule(_unit))
 
 
 @rule("ScatterElementsUpdate", versions=(3,),

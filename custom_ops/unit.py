@@ -1,0 +1,174 @@
+"""The unit API: everything op-specific about one org.openvinotoolkit op, in one object found in one registry.
+
+A dialect op is one module `custom_ops/ops/<family>/<op_snake>.py` defining `UNIT = DialectUnit(...)`
+(discovered by custom_ops.ops; no import list to edit). The unit holds:
+
+- `specs`: one OpSpec per dialect version (ports, attributes with defaults, type constraints, the pure
+  numpy kernel raising OpError, ONNX shape inference in `infer`);
+- `openvino`: the OpenVINO side (type name, opset versions imported, attribute map both ways, the native
+  node factory, inputs OpenVINO wants as Constants, expected output shapes);
+- the optional pieces, each a value or `Absent(reason)`: lowering, raising, conformance cases, torch
+  adapter, divergences, benchmark case.
+
+Layering: a unit imports only custom_ops. Higher layers find units through the registry
+(custom_ops.units(), custom_ops.unit_of(op_type)) and pass their own tools in: the `openvino` package to the
+node factory, the graph builder to a lowering. Generic machinery then derives the IR import rule, the
+onnxruntime PyOp signatures, the prepare_model rewrite, the ONNX schema, the reference-evaluator op and the
+export back to IR (docs/architecture.md, "How to add a dialect op").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ._spec import REQUIRED, Attribute, OpSpec, Port  # noqa: F401  (re-exported for unit modules)
+
+
+@dataclass(frozen=True)
+class Absent:
+    """An optional piece a unit does not have, and why (a test requires the reason)."""
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def present(piece) -> bool:
+    """Whether a unit piece is there (not None, not Absent)."""
+    return piece is not None and not isinstance(piece, Absent)
+
+
+#: Attribute kinds of the OpenVINO <-> ONNX attribute map.
+ATTRIBUTE_KINDS = ("bool", "int", "float", "ints", "floats", "string", "lower")
+
+
+@dataclass(frozen=True)
+class AttributeMap:
+    """One attribute, both ways: `name` (the dialect's ONNX attribute) <-> `ov_name` (OpenVINO's).
+
+    kind: "bool" (OpenVINO bool <-> INT 0/1), "int", "float", "ints", "floats" (lists <-> INTS/FLOATS),
+    "string" (as is), "lower" (an OpenVINO enum printed in any case <-> lower-case STRING)."""
+    name: str
+    kind: str
+    ov_name: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ATTRIBUTE_KINDS:
+            raise ValueError(f"attribute {self.name!r}: kind {self.kind!r} not in {ATTRIBUTE_KINDS}")
+        if not self.ov_name:
+            object.__setattr__(self, "ov_name", self.name)
+
+    def to_onnx(self, value):
+        """OpenVINO attribute value (node.get_attributes()) -> the dialect's ONNX attribute value."""
+        if self.kind == "bool":
+            return int(bool(value))
+        if self.kind == "int":
+            return int(value)
+        if self.kind == "float":
+            return float(value)
+        if self.kind == "ints":
+            return [int(v) for v in value]
+        if self.kind == "floats":
+            return [float(v) for v in value]
+        text = value.decode() if isinstance(value, bytes) else str(value)
+        return text.lower() if self.kind == "lower" else text
+
+    def to_openvino(self, value):
+        """The dialect's ONNX attribute value -> the value OpenVINO's opset builder takes."""
+        if isinstance(value, bytes):
+            value = value.decode()
+        if self.kind == "bool":
+            return bool(value)
+        if self.kind == "int":
+            return int(value)
+        if self.kind == "float":
+            return float(value)
+        if self.kind == "ints":
+            return [int(v) for v in value]
+        if self.kind == "floats":
+            return [float(v) for v in value]
+        return str(value)
+
+
+@dataclass(frozen=True)
+class OpenVINO:
+    """The OpenVINO side of a unit.
+
+    factory(ov, inputs, attributes) -> node: the native node, built with the `openvino` package passed in
+    (e.g. ov.opset1.gather_tree); `inputs` are OpenVINO outputs in the dialect's port order (None for an
+    absent optional input), `attributes` are keyed by OpenVINO name with OpenVINO values (defaults filled
+    in, mapped by `attributes`). Used for export to IR (ConversionExtension) and the OpenVINO backend.
+    output_shapes(inputs, attributes) -> one shape (or None: not checked) per output, from the numpy inputs
+    by port name and the dialect attributes: the backend checks OpenVINO's outputs against it (with one
+    inference thread the CPU plugin returns empty outputs instead of raising)."""
+    type_name: str
+    versions: tuple[int, ...]          # OpenVINO opset versions imported into this op
+    factory: Callable
+    attributes: tuple[AttributeMap, ...] = ()
+    constant_inputs: tuple[str, ...] = ()  # ports OpenVINO needs as Constants (initializers in ONNX)
+    output_shapes: Callable | Absent | None = None
+    notes: str = ""                    # the import rule's notes (op table, docs/openvino_ir.md)
+    refuses: tuple[str, ...] = ()      # configurations the import refuses, each with its reason
+
+    def ov_attributes(self, attributes: dict) -> dict:
+        """Dialect attribute values -> OpenVINO names and values, for the factory."""
+        by_name = {m.name: m for m in self.attributes}
+        return {by_name[name].ov_name: by_name[name].to_openvino(value)
+                for name, value in attributes.items() if name in by_name}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One generated case of a unit: inputs in port order (None: absent optional input), attributes."""
+    id: str
+    inputs: tuple
+    attributes: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DialectUnit:
+    """One dialect op, defined once. Optional pieces are a value or Absent(reason), never left out."""
+    op_type: str
+    family: str
+    specs: tuple[OpSpec, ...]
+    openvino: OpenVINO
+    #: cases(rng) -> list[Case]: generated valid cases (differential tests against OpenVINO, conformance).
+    cases: Callable | Absent
+    #: bad_cases() -> list[(Case, substring of the OpError message)]: invalid inputs the kernel refuses.
+    bad_cases: Callable | Absent
+    lowering: object = Absent("no standard-ONNX lowering written")
+    raising: object = Absent("no standard ONNX pattern raised to this op")
+    torch: object = Absent("no torch adapter")
+    divergences: object = Absent("no divergence of another runtime known")
+    benchmark: object = Absent("no benchmark case")
+    #: onnxruntime PyOp: the kernel may write its first input in place (the PyOp owns its inputs).
+    inplace_first: bool = False
+    #: onnxruntime PyOp: output dtypes for the input dtypes, where an output's type constraint is not bound
+    #: by an input's (None: every output type follows from the inputs).
+    pyop_outputs: Callable | None = None
+    doc: str = ""
+
+    @property
+    def newest(self) -> OpSpec:
+        return max(self.specs, key=lambda spec: spec.since_version)
+
+    def spec(self, since_version: int) -> OpSpec:
+        return next(s for s in self.specs if s.since_version == since_version)
+
+
+# Helpers for unit modules ------------------------------------------------------------------------
+
+def same_as_input(index: int = 0) -> Callable:
+    """ONNX shape inference: output 0 has the type (and shape) of input `index`."""
+    def infer(ctx) -> None:
+        ctx.set_output_type(0, ctx.get_input_type(index))
+    return infer
+
+
+def expected_shape_of(port: str) -> Callable:
+    """OpenVINO output_shapes: one output shaped like input `port`."""
+    def output_shapes(inputs: dict, attributes: dict) -> list:
+        return [np.shape(inputs[port])]
+    return output_shapes
