@@ -23,6 +23,9 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
+
+from ._common import bool_map, flag, maps, native, output_type
 
 OP = "DetectionOutput"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -261,3 +264,119 @@ def _mxnet_nms(scores, boxes, a, threshold, nms_threshold, t):
             continue
         own.append(int(k))
     return kept
+
+
+# Unit -------------------------------------------------------------------------------------------------
+
+def _kernel_v8(box_logits, class_preds, proposals, aux_class_preds=None, aux_box_preds=None, **attributes):
+    return (detection_output(box_logits, class_preds, proposals, aux_class_preds, aux_box_preds, **attributes),)
+
+
+def random_case(r: np.random.Generator, name: str) -> Case:
+    """One random configuration: batch, priors, classes, both code types, shared or per-class boxes,
+    normalised or pixel priors, variances in the priors or encoded, the two-stage inputs, both NMS styles."""
+    n, p, c = int(r.integers(1, 3)), int(r.integers(1, 9)), int(r.integers(2, 5))
+    a = dict(background_label_id=int(r.choice([0, -1, 1])), top_k=int(r.choice([-1, 2, 5])),
+             keep_top_k=[int(r.choice([-1, 3, 6]))], code_type=str(r.choice(CODE_TYPES)),
+             share_location=int(r.integers(4) > 0), nms_threshold=float(r.choice([0.3, 0.5, 0.7])),
+             confidence_threshold=float(r.choice([0.0, 0.1, 0.3])), clip_after_nms=int(r.integers(2)),
+             clip_before_nms=int(r.integers(2)), decrease_label_id=int(r.integers(5) == 0),
+             normalized=int(r.integers(4) > 0), variance_encoded_in_target=int(r.integers(4) == 0))
+    if not a["normalized"]:
+        a["input_height"], a["input_width"] = int(r.integers(10, 100)), int(r.integers(10, 100))
+    if a["decrease_label_id"]:
+        a["background_label_id"], a["top_k"] = 0, -1     # MXNet top_k: a CPU divergence (tests)
+    two_stage = r.integers(5) == 0
+    if two_stage:
+        a["objectness_score"] = float(r.choice([0.0, 0.3]))
+    groups = 1 if a["share_location"] else c
+    size, rows = (4 if a["normalized"] else 5), (1 if a["variance_encoded_in_target"] else 2)
+    loc = r.normal(0, 0.5, (n, p * groups * 4))
+    conf = r.random((n, p * c))
+    if r.integers(2):
+        conf = conf.round(1)                                  # ties
+    centre, extent = r.random((p, 2)), r.uniform(0.05, 0.5, (p, 2))
+    box = np.concatenate([centre - extent / 2, centre + extent / 2], axis=1)
+    if not a["normalized"]:
+        box = np.concatenate([np.zeros((p, 1)), box * np.array([a["input_width"], a["input_height"]] * 2)], 1)
+    priors = np.zeros((int(r.choice([1, n])), rows, p * size))
+    priors[:, 0] = box.reshape(-1)
+    if rows == 2:
+        priors[:, 1, :p * 4] = np.tile([0.1, 0.1, 0.2, 0.2], p)
+    inputs = [loc, conf, priors]
+    if two_stage:
+        inputs += [r.random((n, p * 2)), r.normal(0, 0.3, (n, p * groups * 4))]
+    return Case(name, tuple(np.asarray(x, np.float32) for x in inputs), a)
+
+
+def cases(rng: np.random.Generator) -> list:
+    """Random configurations whose output is filled to the last row: OpenVINO's CPU plugin leaves the
+    rows after the -1 terminator uninitialised (a divergence; tests compare such outputs up to it)."""
+    out = []
+    for index in range(120):
+        case = random_case(np.random.default_rng([int(rng.integers(1 << 30)), index]), f"detection_output_{index}")
+        result = detection_output(*case.inputs, **case.attributes)
+        if not (result[0, 0, :, 0] == -1).any():
+            out.append(case)
+    return out
+
+
+def bad_cases() -> list:
+    f32 = lambda v: np.array(v, np.float32)  # noqa: E731
+    loc, conf, priors = f32(np.zeros((1, 8))), f32(np.zeros((1, 6))), f32(np.zeros((1, 2, 8)))
+    a = {"keep_top_k": [2], "nms_threshold": 0.5, "normalized": 1}
+    return [
+        (Case("loc_size", (f32(np.zeros((1, 7))), conf, priors), a), "box_logits"),
+        (Case("prior_rows", (loc, conf, f32(np.zeros((1, 1, 8)))), a), "proposals"),
+        (Case("class_size", (loc, f32(np.zeros((1, 5))), priors), a), "class_preds"),
+        (Case("code_type", (loc, conf, priors), {**a, "code_type": "caffe.PriorBoxParameter.CORNER_SIZE"}),
+         "code_type"),
+        (Case("background_id", (loc, conf, priors), {**a, "background_label_id": 3}), "background_label_id"),
+        (Case("aux_alone", (loc, conf, priors, f32(np.zeros((1, 4))), None), a), "together"),
+        (Case("int_inputs", (loc.astype(np.int32), conf.astype(np.int32), priors.astype(np.int32)), a),
+         "element type"),
+    ]
+
+
+def _output_shapes(inputs: dict, attributes: dict) -> list:
+    return [detection_output(*(inputs.get(p) for p in PORTS), **attributes).shape]
+
+
+UNIT = DialectUnit(
+    op_type=OP, family="detection",
+    specs=(OpSpec(OP, 8, tuple(Port(p, "T", optional=i >= 3) for i, p in enumerate(PORTS)),
+                  (Port("output", "T"),),
+                  (Attribute("background_label_id", "int", 0), Attribute("top_k", "int", -1),
+                   flag("variance_encoded_in_target", 0), Attribute("keep_top_k", "ints", REQUIRED),
+                   Attribute("code_type", "string", CODE_TYPES[0], CODE_TYPES), flag("share_location", 1),
+                   Attribute("nms_threshold", "float", REQUIRED), Attribute("confidence_threshold", "float", 0.0),
+                   flag("clip_after_nms", 0), flag("clip_before_nms", 0), flag("decrease_label_id", 0),
+                   flag("normalized", 0), Attribute("input_height", "int", 1), Attribute("input_width", "int", 1),
+                   Attribute("objectness_score", "float", 0.0)),
+                  {"T": TYPES}, _kernel_v8, doc="SSD detection output: decode, per-class NMS, keep the best.",
+                  infer=output_type(None, [1, 1, None, 7])),),
+    openvino=OpenVINO(
+        "DetectionOutput", versions=(1, 8), factory=native("opset8", "DetectionOutput"),
+        attributes=maps("int", "background_label_id", "top_k", "input_height", "input_width")
+        + bool_map("variance_encoded_in_target", "share_location", "clip_after_nms", "clip_before_nms",
+                   "decrease_label_id", "normalized")
+        + maps("ints", "keep_top_k") + maps("string", "code_type")
+        + maps("float", "nms_threshold", "confidence_threshold", "objectness_score"),
+        output_shapes=_output_shapes,
+        notes="DetectionOutput-1 is version 8 (its num_classes is class_preds' size / priors)"),
+    cases=cases, bad_cases=bad_cases,
+    lowering=Absent("decoding is standard arithmetic, but Caffe-style per-class NMS with top_k, keep_top_k "
+                    "across classes and the [1, 1, R, 7] layout with a -1 terminator has no exact standard "
+                    "equivalent (ONNX NonMaxSuppression orders and pads differently); not written"),
+    raising=Absent("no standard ONNX pattern raised"),
+    torch=Absent("torch has no DetectionOutput op"),
+    divergences=(
+        ("openvino-cpu", "rows after the -1 terminator are left uninitialised (the reference and the dialect "
+                         "write zeros)"),
+        ("openvino-cpu", "MXNet style (decrease_label_id 1) with top_k: keeps candidates beyond top_k (the "
+                         "reference keeps the top_k best priors before NMS)"),
+        ("openvino-cpu", "keep_top_k 0 with top_k larger than the priors: refused at run time ('insufficient "
+                         "output buffer size'; the reference returns no detection)"),
+    ),
+    benchmark=Absent("not benchmarked yet"),
+)

@@ -17,6 +17,9 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import INTEGER_TYPES
 from custom_ops.errors import OpError
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
+
+from ._common import F32 as F32_TYPES, FLOAT, bool_map, flag, maps, native, output_type
 
 OP = "PriorBox"
 F32 = np.float32
@@ -204,3 +207,98 @@ def prior_box(output_size, image_size, **attributes) -> np.ndarray:
     variances = np.broadcast_to(np.asarray(variance, F32) if len(variance) == 4 else F32(variance[0]),
                                 boxes.shape)
     return np.stack([boxes.reshape(-1), variances.reshape(-1)]).astype(F32)
+
+
+# Unit -------------------------------------------------------------------------------------------------
+
+LISTS = ("min_size", "max_size", "aspect_ratio", "density", "fixed_ratio", "fixed_size", "variance")
+FLAGS = ("clip", "flip", "scale_all_sizes", "min_max_aspect_ratios_order")
+
+
+def _kernel_v8(output_size, image_size, **attributes):
+    return (prior_box(output_size, image_size, **attributes),)
+
+
+def cases(rng: np.random.Generator) -> list:
+    """Caffe/SSD, MXNet-like (scale_all_sizes 0), fixed-size (TF) and Paddle-order configurations."""
+    out = []
+    for index in range(40):
+        r = np.random.default_rng([int(rng.integers(1 << 30)), index])
+        a = dict(min_size=[float(v) for v in r.uniform(2, 40, r.integers(1, 3)).round(1)],
+                 aspect_ratio=list(r.choice([0.5, 2.0, 3.0, 1.0, 1 / 3], r.integers(0, 3))),
+                 flip=int(r.integers(2)), clip=int(r.integers(2)), step=float(r.choice([0, 8, 16.0, 0.1])),
+                 offset=float(r.choice([0.5, 0.0, 0.3])), variance=[[0.1], [0.1, 0.1, 0.2, 0.2], []][index % 3],
+                 scale_all_sizes=int(index % 4 != 1), min_max_aspect_ratios_order=int(index % 5 != 2))
+        if a["scale_all_sizes"]:
+            # one decimal: OpenVINO's IR writer keeps 6 significant digits of float lists
+            a["max_size"] = [round(s + float(r.uniform(1, 20)), 1)
+                             for s in a["min_size"]][: r.integers(0, len(a["min_size"]) + 1)]
+        if index % 6 == 3:
+            for name in ("min_size", "max_size"):
+                a.pop(name, None)
+            a["fixed_size"] = list(r.choice([4.0, 8.0, 6.0, 10.0], r.integers(1, 3)))
+            a["density"] = list(r.choice([1.0, 2.0, 3.0], len(a["fixed_size"])))
+            if index % 12 == 9:
+                a["fixed_ratio"] = list(r.choice([1.0, 2.0, 0.5], 1))
+                a["aspect_ratio"] = []
+        a = {k: v for k, v in a.items() if v != []}
+        layer = np.array([r.integers(1, 5), r.integers(1, 5)], np.dtype(str(r.choice(["int32", "int64"]))))
+        image = np.array([r.integers(16, 300), r.integers(16, 300)], layer.dtype)
+        try:
+            prior_box(layer, image, **a)
+        except OpError:
+            continue        # a combination OpenVINO declares inconsistently: in bad_cases
+        out.append(Case(f"prior_box_{index}", (layer, image), a))
+    return out
+
+
+def bad_cases() -> list:
+    def _bad(name, inputs, attributes):
+        return Case(name, inputs, {"offset": 0.5, **attributes})
+
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    return [
+        (_bad("float_sizes", (np.array([2.0, 2.0], np.float32), i64([8, 8])), {"min_size": [2.0]}), "element type"),
+        (_bad("three_sizes", (i64([2, 2, 2]), i64([8, 8])), {"min_size": [2.0]}), "2 elements"),
+        (_bad("zero_image", (i64([2, 2]), i64([0, 8])), {"min_size": [2.0]}), "image_size"),
+        (_bad("negative_ratio", (i64([2, 2]), i64([8, 8])), {"min_size": [2.0], "aspect_ratio": [-1.0]}),
+         "aspect_ratio"),
+        (_bad("three_variances", (i64([2, 2]), i64([8, 8])), {"min_size": [2.0], "variance": [0.1, 0.1, 0.2]}),
+         "variance"),
+        (_bad("max_without_scale_all", (i64([2, 2]), i64([8, 8])),
+              {"min_size": [2.0], "max_size": [4.0], "scale_all_sizes": 0}), "output shape declares"),
+        (_bad("fixed_and_min_size", (i64([2, 2]), i64([8, 8])),
+              {"min_size": [2.0], "fixed_size": [4.0], "density": [1.0]}), "output shape declares"),
+    ]
+
+
+def _output_shapes(inputs: dict, attributes: dict) -> list:
+    return [prior_box(inputs["output_size"], inputs["image_size"], **attributes).shape]
+
+
+UNIT = DialectUnit(
+    op_type=OP, family="detection",
+    specs=(OpSpec(OP, 8, (Port("output_size", "T"), Port("image_size", "T")), (Port("priors", "F"),),
+                  tuple(Attribute(name, "floats", []) for name in LISTS)
+                  + tuple(flag(name, DEFAULTS[name]) for name in FLAGS)
+                  + (Attribute("step", "float", 0.0), Attribute("offset", "float", REQUIRED)),
+                  {"T": INTEGER_TYPES, "F": F32_TYPES}, _kernel_v8,
+                  doc="SSD prior boxes of every feature-map cell, normalised to the image, and their variances.",
+                  infer=output_type(FLOAT, [2, None])),),
+    openvino=OpenVINO(
+        "PriorBox", versions=(1, 8), factory=native("opset8", "PriorBox"),
+        attributes=maps("floats", *LISTS) + bool_map(*FLAGS) + maps("float", "step", "offset"),
+        constant_inputs=("output_size", "image_size"),   # the CPU plugin infers the output shape from their values
+        output_shapes=_output_shapes,
+        notes="PriorBox-1 is version 8 with min_max_aspect_ratios_order 1 (Caffe's order)"),
+    cases=cases, bad_cases=bad_cases,
+    lowering=Absent("the box count and values follow from the input values (output_size, image_size): "
+                    "a standard lowering needs Range/Expand arithmetic per attribute configuration, not written"),
+    raising=Absent("no standard ONNX pattern computes prior boxes"),
+    torch=Absent("torch has no prior box op to export"),
+    divergences=(
+        ("openvino", "attribute combinations whose box count differs from the declared output shape "
+                     "(max_size with scale_all_sizes 0, fixed_size with min_size, ...): OpenVINO writes past "
+                     "its output; the dialect refuses them"),),
+    benchmark=Absent("not benchmarked: a cheap constant-like op, usually folded"),
+)

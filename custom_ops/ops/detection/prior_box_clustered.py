@@ -11,8 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from custom_ops import _checks as check
+from custom_ops._types import INTEGER_TYPES
 from custom_ops.errors import OpError
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
 
+from ._common import F32 as F32_TYPES, FLOAT, bool_map, flag, maps, native, output_type
 from .prior_box import _sizes
 
 OP = "PriorBoxClustered"
@@ -66,3 +69,76 @@ def prior_box_clustered(output_size, image_size, **attributes) -> np.ndarray:
     variance = a["variance"] or [F32(0.1)]
     variances = np.broadcast_to(np.asarray(variance, F32), boxes.shape)
     return np.stack([boxes.reshape(-1), variances.reshape(-1)]).astype(F32)
+
+
+# Unit -------------------------------------------------------------------------------------------------
+
+def _kernel_v1(output_size, image_size, **attributes):
+    return (prior_box_clustered(output_size, image_size, **attributes),)
+
+
+def cases(rng: np.random.Generator) -> list:
+    out = []
+    for index in range(24):
+        r = np.random.default_rng([int(rng.integers(1 << 30)), index])
+        k = int(r.integers(1, 4))
+        a = dict(width=list(r.uniform(1, 50, k).round(2)), height=list(r.uniform(1, 50, k).round(2)),
+                 clip=int(r.integers(2)), offset=float(r.choice([0.5, 0.0, 0.25])),
+                 variance=[[0.1], [0.1, 0.1, 0.2, 0.2], []][index % 3])
+        mode = index % 4
+        if mode == 1:
+            a["step"] = float(r.choice([8.0, 16.0, 3.3]))
+        if mode == 2:
+            a["step_w"], a["step_h"] = float(r.choice([8.0, 16.0, 3.3])), float(r.choice([0.0, 5.5]))
+        if mode == 3:
+            a["step_h"], a["step"] = 7.0, 2.5
+        a = {key: v for key, v in a.items() if v != []}
+        dtype = np.dtype(str(r.choice(["int32", "int64"])))
+        layer = np.array([r.integers(1, 5), r.integers(1, 5)], dtype)
+        image = np.array([r.integers(16, 300), r.integers(16, 300)], dtype)
+        out.append(Case(f"prior_box_clustered_{index}", (layer, image), a))
+    return out
+
+
+def bad_cases() -> list:
+    def _bad(name, inputs, attributes):
+        return Case(name, inputs, {"offset": 0.5, **attributes})
+
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    return [
+        (_bad("unequal_lists", (i64([2, 2]), i64([8, 8])), {"width": [1.0, 2.0], "height": [1.0]}), "height"),
+        (_bad("negative_step", (i64([2, 2]), i64([8, 8])), {"width": [1.0], "height": [1.0], "step": -1.0}),
+         "step"),
+        (_bad("rank_2_size", (i64([[2, 2]]), i64([8, 8])), {"width": [1.0], "height": [1.0]}), "2 elements"),
+        (_bad("two_variances", (i64([2, 2]), i64([8, 8])), {"width": [1.0], "height": [1.0],
+                                                            "variance": [0.1, 0.2]}), "variance"),
+    ]
+
+
+def _output_shapes(inputs: dict, attributes: dict) -> list:
+    return [prior_box_clustered(inputs["output_size"], inputs["image_size"], **attributes).shape]
+
+
+UNIT = DialectUnit(
+    op_type=OP, family="detection",
+    specs=(OpSpec(OP, 1, (Port("output_size", "T"), Port("image_size", "T")), (Port("priors", "F"),),
+                  (Attribute("width", "floats", []), Attribute("height", "floats", []), flag("clip", 1),
+                   Attribute("step", "float", 0.0), Attribute("step_w", "float", 0.0),
+                   Attribute("step_h", "float", 0.0), Attribute("offset", "float", REQUIRED),
+                   Attribute("variance", "floats", [])),
+                  {"T": INTEGER_TYPES, "F": F32_TYPES}, _kernel_v1,
+                  doc="Prior boxes of given widths and heights at every feature-map cell, and their variances.",
+                  infer=output_type(FLOAT, [2, None])),),
+    openvino=OpenVINO(
+        "PriorBoxClustered", versions=(1,), factory=native("opset1", "PriorBoxClustered"),
+        attributes=maps("floats", "width", "height", "variance") + bool_map("clip")
+        + maps("float", "step", "step_w", "step_h", "offset"),
+        constant_inputs=("output_size", "image_size"),   # the CPU plugin infers the output shape from their values
+        output_shapes=_output_shapes),
+    cases=cases, bad_cases=bad_cases,
+    lowering=Absent("the box count follows from the input values: not written"),
+    raising=Absent("no standard ONNX pattern computes prior boxes"),
+    torch=Absent("torch has no prior box op to export"),
+    divergences=Absent("none measured: bit-exact against OpenVINO CPU"),
+    benchmark=Absent("not benchmarked: a cheap constant-like op, usually folded"),
+)

@@ -19,6 +19,9 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
+
+from ._common import maps, native, output_type
 
 from .roi_pooling import batch_ids, lerp, round_half_away
 
@@ -151,3 +154,84 @@ def _bilinear(data, box, ids, output_dim, group, scale, bins_x, bins_y):
     flat = value.reshape(*value.shape[:2], bins_y * bins_x, group, group)
     total = np.cumsum(flat, axis=2, dtype=t)[:, :, -1]                          # sequential, in sub-box order
     return (total / t.type(bins_x * bins_y)).astype(t)
+
+
+# Unit -------------------------------------------------------------------------------------------------
+
+def _kernel_v1(data, rois, output_dim, group_size, spatial_scale, spatial_bins_x, spatial_bins_y, mode):
+    return (psroi_pooling(data, rois, output_dim, group_size, spatial_scale, spatial_bins_x, spatial_bins_y,
+                          mode),)
+
+
+def cases(rng: np.random.Generator) -> list:
+    """Average mode with boxes inside the map; bilinear on dyadic values and normalised corners (every
+    intermediate exact, so OpenVINO's CPU formula and the reference's agree)."""
+    out = []
+    for index in range(30):
+        r = np.random.default_rng([int(rng.integers(1 << 30)), index])
+        mode = MODES[index % 2]
+        k, n, rois = int(r.integers(1, 3)), int(r.integers(1, 3)), int(r.integers(1, 4))
+        scale = float(r.choice([1.0, 0.5, 0.25]))
+        if mode == "average":
+            group, bins_x, bins_y = int(r.integers(1, 4)), 1, 1
+            h, w = int(r.integers(1, 8)), int(r.integers(1, 8))
+            data = r.normal(size=(n, k * group * group, h, w))
+            corners = r.uniform(0, 1, (rois, 4)) * (np.array([w, h, w, h]) / scale - 1.01)
+        else:
+            group, bins_x, bins_y = int(r.choice([1, 2, 3, 5])), int(r.choice([1, 2, 4])), int(r.choice([1, 2, 4]))
+            h, w = int(r.choice([2, 3, 5, 9])), int(r.choice([2, 3, 5, 9]))
+            data = np.round(r.normal(size=(n, k * bins_x * bins_y, h, w)) * 4) / 4
+            corners = r.integers(0, 17, (rois, 4)) / 16 / scale
+        corners = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                                  np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+        boxes = np.concatenate([r.integers(0, n, (rois, 1)), corners], axis=1)
+        out.append(Case(f"psroi_pooling_{mode}_{index}", (data.astype(np.float32), boxes.astype(np.float32)),
+                        {"output_dim": k, "group_size": group, "spatial_scale": scale, "spatial_bins_x": bins_x,
+                         "spatial_bins_y": bins_y, "mode": mode}))
+    return out
+
+
+def bad_cases() -> list:
+    f32 = lambda v: np.array(v, np.float32)  # noqa: E731
+    data = f32(np.zeros((1, 8, 4, 4)))
+    a = {"output_dim": 2, "group_size": 2, "spatial_scale": 1.0}
+    return [
+        (Case("batch_out_of_range", (data, f32([[2, 0, 0, 2, 2]])), a), "batch index"),
+        (Case("wrong_channels", (data[:, :7], f32([[0, 0, 0, 2, 2]])), a), "channel count"),
+        (Case("negative_corner", (data, f32([[0, -3, 0, 2, 2]])), a), "before the map"),
+        (Case("bilinear_negative", (data, f32([[0, -0.5, 0, 0.5, 0.5]])),
+              {**a, "mode": "bilinear", "spatial_bins_x": 2, "spatial_bins_y": 2}), "before the map"),
+        (Case("unknown_mode", (data, f32([[0, 0, 0, 2, 2]])), {**a, "mode": "max"}), "mode"),
+    ]
+
+
+def _output_shapes(inputs: dict, attributes: dict) -> list:
+    g = attributes["group_size"]
+    return [(np.shape(inputs["coords"])[0], attributes["output_dim"], g, g)]
+
+
+UNIT = DialectUnit(
+    op_type=OP, family="detection",
+    specs=(OpSpec(OP, 1, (Port("input", "T"), Port("coords", "T")), (Port("output", "T"),),
+                  (Attribute("output_dim", "int", REQUIRED), Attribute("group_size", "int", 1),
+                   Attribute("spatial_scale", "float", REQUIRED), Attribute("spatial_bins_x", "int", 1),
+                   Attribute("spatial_bins_y", "int", 1), Attribute("mode", "string", "average", MODES)),
+                  {"T": TYPES}, _kernel_v1, doc="Position-sensitive ROI pooling (R-FCN), average or bilinear.",
+                  infer=output_type(None, [None, None, None, None])),),
+    openvino=OpenVINO(
+        "PSROIPooling", versions=(1,), factory=native("opset1", "PSROIPooling"),
+        attributes=maps("int", "output_dim", "group_size", "spatial_bins_x", "spatial_bins_y")
+        + maps("float", "spatial_scale") + maps("lower", "mode"),
+        output_shapes=_output_shapes),
+    cases=cases, bad_cases=bad_cases,
+    lowering=Absent("position-sensitive channel selection per bin has no standard ONNX op; not written"),
+    raising=Absent("no standard ONNX pattern raised"),
+    torch=Absent("torchvision.ops.ps_roi_pool is not exported through the dialect"),
+    divergences=(
+        ("openvino-cpu", "average: a bin starting past the map is empty (0) on the CPU plugin; the reference "
+                         "clamps its start to the last row/column and averages that"),
+        ("openvino-cpu", "bilinear: sampling points by an algebraically equal formula (last-bit differences) "
+                         "and points in (size - 1, size) skipped (the reference reads them, clamped)"),
+    ),
+    benchmark=Absent("not benchmarked yet"),
+)

@@ -14,6 +14,9 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
+
+from ._common import maps, native, output_type
 
 OP = "ROIPooling"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -141,3 +144,87 @@ def _bilinear(data, rois, ids, pooled_h, pooled_w):
     upper, lower = lerp(tl, tr, dx), lerp(bl, br, dx)
     value = lerp(upper, lower, dy)
     return np.where(inside[:, None], value, t.type(0)).astype(t)
+
+
+# Unit -------------------------------------------------------------------------------------------------
+
+def _kernel_v2(data, rois, pooled_h, pooled_w, spatial_scale, method):
+    return (roi_pooling(data, rois, pooled_h, pooled_w, spatial_scale, method),)
+
+
+def cases(rng: np.random.Generator) -> list:
+    """Max pooling over random maps and boxes (partly outside the map, half-integer corners); bilinear
+    on dyadic values (every intermediate exact), so that fused and unfused multiply-adds agree."""
+    out = []
+    for index in range(40):
+        r = np.random.default_rng([int(rng.integers(1 << 30)), index])
+        method = METHODS[index % 2]
+        n, c, rois = int(r.integers(1, 3)), int(r.integers(1, 4)), int(r.integers(1, 5))
+        scale = float(r.choice([1.0, 0.5, 0.25, 0.0625]))
+        if method == "max":
+            h, w = int(r.integers(1, 9)), int(r.integers(1, 9))
+            ph, pw = int(r.integers(1, 4)), int(r.integers(1, 4))
+            data = r.normal(size=(n, c, h, w))
+            corners = r.uniform(-4, max(h, w) / scale + 4, (rois, 4))
+            if index % 4 == 0:
+                corners = np.round(corners * 2) / 2
+        else:
+            h, w = int(r.choice([2, 3, 5, 9])), int(r.choice([2, 3, 5, 9]))
+            ph, pw = int(r.choice([1, 2, 3, 5])), int(r.choice([1, 2, 3, 5]))
+            data = np.round(r.normal(size=(n, c, h, w)) * 4) / 4
+            corners = r.integers(-2, 19, (rois, 4)) / 16
+        low, high = np.minimum(corners[:, :2], corners[:, 2:]), np.maximum(corners[:, :2], corners[:, 2:])
+        if index % 5:
+            corners = np.concatenate([low, high], axis=1)
+        boxes = np.concatenate([r.integers(0, n, (rois, 1)), corners], axis=1)
+        dtype = np.float32
+        out.append(Case(f"roi_pooling_{method}_{index}", (data.astype(dtype), boxes.astype(dtype)),
+                        {"pooled_h": ph, "pooled_w": pw, "spatial_scale": scale, "method": method}))
+    return out
+
+
+def bad_cases() -> list:
+    f32 = lambda v: np.array(v, np.float32)  # noqa: E731
+    data = f32(np.zeros((1, 1, 4, 4)))
+    box = f32([[0, 0, 0, 2, 2]])
+    a = {"pooled_h": 2, "pooled_w": 2, "spatial_scale": 1.0}
+    return [
+        (Case("batch_out_of_range", (data, f32([[1, 0, 0, 2, 2]])), a), "batch index"),
+        (Case("negative_batch", (data, f32([[-1, 0, 0, 2, 2]])), a), "batch index"),
+        (Case("rank_3", (data[0], box), a), "rank 4"),
+        (Case("four_columns", (data, box[:, :4]), a), "[R, 5]"),
+        (Case("mixed_types", (data, box.astype(np.float64)), a), "element type"),
+        (Case("zero_bins", (data, box), {**a, "pooled_h": 0}), "positive"),
+        (Case("integer_map", (data.astype(np.int32), box.astype(np.int32)), a), "element type"),
+    ]
+
+
+def _output_shapes(inputs: dict, attributes: dict) -> list:
+    return [(np.shape(inputs["coords"])[0], np.shape(inputs["input"])[1], attributes["pooled_h"],
+             attributes["pooled_w"])]
+
+
+UNIT = DialectUnit(
+    op_type=OP, family="detection",
+    specs=(OpSpec(OP, 2, (Port("input", "T"), Port("coords", "T")), (Port("output", "T"),),
+                  (Attribute("pooled_h", "int", REQUIRED), Attribute("pooled_w", "int", REQUIRED),
+                   Attribute("spatial_scale", "float", REQUIRED), Attribute("method", "string", "max", METHODS)),
+                  {"T": TYPES}, _kernel_v2, doc="Max or bilinear pooling of regions of interest into fixed bins.",
+                  infer=output_type(None, [None, None, None, None])),),
+    openvino=OpenVINO(
+        "ROIPooling", versions=(2,), factory=native("opset2", "ROIPooling"),
+        attributes=maps("int", "pooled_h", "pooled_w") + maps("float", "spatial_scale") + maps("lower", "method"),
+        output_shapes=_output_shapes),
+    cases=cases, bad_cases=bad_cases,
+    lowering=Absent("ONNX MaxRoiPool rounds and bins like max mode but has no bilinear mode and no batch-id "
+                    "check; not written"),
+    raising=Absent("standard MaxRoiPool is not raised"),
+    torch=Absent("torchvision.ops.roi_pool is not exported through the dialect"),
+    divergences=(
+        ("openvino-cpu", "bilinear: the interpolation is a fused multiply-add (the reference rounds the product "
+                         "first): last-bit differences"),
+        ("openvino-cpu", "a ROI with batch id -1 ends the ROI list (zeros after it); the reference and the "
+                         "dialect refuse it"),
+    ),
+    benchmark=Absent("not benchmarked yet"),
+)
