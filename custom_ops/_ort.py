@@ -37,12 +37,12 @@ _check_ortx()  # the onnxruntime-extensions internals used below, or one ImportE
 from onnxruntime_extensions import PyCustomOpDef, _ocos, onnx_op  # noqa: E402
 from onnxruntime_extensions import get_library_path as _extensions_library_path  # noqa: E402
 
-from .config import DIALECT_OPSET, DOMAIN
+from .config import DOMAIN
 from .errors import BridgeError, OpError
 
-from ._spec import resolve
+
 from .ops import units
-from ._types import INTEGER_TYPES, dtype_from_name
+from ._types import dtype_from_name
 
 #: numpy dtype -> onnxruntime-extensions PyOp type code (float16/bfloat16 cannot be carried).
 PYOP_TYPES = {
@@ -55,6 +55,8 @@ PYOP_TYPES = {
 }
 CARRIED_TYPES = tuple(PYOP_TYPES)
 HIDDEN_ATTRIBUTES = {"_node": PyCustomOpDef.dt_string, "_dtype": PyCustomOpDef.dt_string}
+#: Hidden attribute of the dialect ops: indices of absent optional inputs (placeholders), comma-separated.
+ABSENT = "_absent"
 
 
 # The error channel -------------------------------------------------------------------------------
@@ -167,15 +169,16 @@ class _DialectOp:
         attributes = dict(attributes)
         node = attributes.pop("_node", "") or None
         logical = attributes.pop("_dtype", "")
-        axis_absent = int(attributes.pop("_axis_absent", 0))
+        absent = {int(i) for i in attributes.pop(ABSENT, "").split(",") if i}
         for attribute in self.spec.attributes:
             if attribute.kind in JSON_KINDS and attribute.name in attributes:
                 attributes[attribute.name] = json.loads(attributes[attribute.name])
-        inputs = list(feed)
-        if axis_absent:
-            inputs = inputs[:1]
+        inputs = [None if i in absent else x for i, x in enumerate(feed)]
+        while inputs and inputs[-1] is None:
+            inputs.pop()
         if logical:  # widened by the session: compute in the logical type (its limits, one rounding)
-            inputs = [x.astype(dtype_from_name(logical)) if x.dtype == np.float32 else x for x in inputs]
+            inputs = [x.astype(dtype_from_name(logical)) if x is not None and x.dtype == np.float32 else x
+                      for x in inputs]
         try:
             values = self.spec.kernel(*inputs, **self.spec.attribute_values(attributes),
                                       **({"inplace": True} if self.inplace_first and not logical else {}))
@@ -199,15 +202,6 @@ JSON_KINDS = ("ints", "floats")
 
 def _attribute_codes(spec) -> dict:
     return {a.name: _ATTRIBUTE_CODES[a.kind] for a in spec.attributes}
-
-
-def _register_dialect(op_type: str, signatures, extra_attributes=()):
-    spec = resolve(op_type, DIALECT_OPSET)  # the newest version: session.prepare_model normalises to it
-    attrs = _attribute_codes(spec)
-    attrs.update(HIDDEN_ATTRIBUTES)
-    attrs.update({name: PyCustomOpDef.dt_int64 for name in extra_attributes})
-    op = _DialectOp(spec, inplace_first=op_type in ("ScatterElementsUpdate", "ScatterUpdate"))
-    register_pyop(op, DOMAIN, op_type, signatures, attrs)
 
 
 def unit_signatures(unit) -> list[tuple[tuple, tuple]]:
@@ -240,6 +234,7 @@ def _register_unit(unit) -> None:
     spec = unit.newest
     attrs = _attribute_codes(spec)
     attrs.update(HIDDEN_ATTRIBUTES)
+    attrs[ABSENT] = PyCustomOpDef.dt_string
     register_pyop(_DialectOp(spec, inplace_first=unit.inplace_first), DOMAIN, unit.op_type,
                   unit_signatures(unit), attrs)
 
@@ -247,16 +242,8 @@ def _register_unit(unit) -> None:
 def _register_all() -> None:
     # Every registration of one op name must have the same number of inputs: onnxruntime-extensions
     # otherwise fails every later session ("IsCompatible input count does not match"). That is why
-    # Unique always takes its axis input (prepare_model adds a placeholder and sets _axis_absent).
-    i64 = np.dtype(np.int64)
-    for op_type in ("ScatterElementsUpdate", "ScatterUpdate"):
-        _register_dialect(op_type, [((data, index, data, axis), (data,)) for data, index, axis in
-                                    itertools.product(CARRIED_TYPES, INTEGER_TYPES, INTEGER_TYPES)])
-    _register_dialect("ReduceL2", [((data, axes), (data,)) for data, axes in
-                                   itertools.product(CARRIED_TYPES, INTEGER_TYPES) if data != np.bool_])
-    _register_dialect("Unique", [((data, axes), (data, i64, i64, i64)) for data, axes in
-                                 itertools.product(CARRIED_TYPES, INTEGER_TYPES)],
-                      extra_attributes=("_axis_absent",))
+    # every input is always given (prepare_model adds a placeholder for an absent optional input and
+    # lists it in _absent).
     for unit in units():
         _register_unit(unit)
 

@@ -111,6 +111,9 @@ class OpenVINO:
     output_shapes: Callable | Absent | None = None
     notes: str = ""                    # the import rule's notes (op table, docs/openvino_ir.md)
     refuses: tuple[str, ...] = ()      # configurations the import refuses, each with its reason
+    #: refuse(inputs, attributes): raise OpError for inputs that endanger the process in OpenVINO's CPU
+    #: plugin (crash, heap corruption), inputs by port name; run before the backend runs the op.
+    refuse: Callable | None = None
 
     def ov_attributes(self, attributes: dict) -> dict:
         """Dialect attribute values -> OpenVINO names and values, for the factory."""
@@ -148,6 +151,14 @@ class DialectUnit:
     #: onnxruntime PyOp: output dtypes for the input dtypes, where an output's type constraint is not bound
     #: by an input's (None: every output type follows from the inputs).
     pyop_outputs: Callable | None = None
+    #: onnxruntime PyOp: pyop_casts(attributes) -> (attributes the PyOp runs with, {output index: numpy
+    #: dtype}): outputs the PyOp computes in its registered type and prepare_model Casts to the asked one
+    #: (e.g. int64 indices cast to an int32 asked for by an attribute). None: no cast.
+    pyop_casts: Callable | None = None
+    #: prefer_custom_op(node, constants) -> reason or None: why an InferenceSession keeps `node` (an
+    #: onnx.NodeProto) as the custom op although an exact lowering exists (`constants`: names of the
+    #: model's constant values, or None when unknown). None: lower whenever exact.
+    prefer_custom_op: Callable | None = None
     doc: str = ""
 
     @property
