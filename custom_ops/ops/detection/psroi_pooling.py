@@ -96,7 +96,7 @@ def _average(data, box, ids, output_dim, group, scale):
     in_h = (rows >= h0[:, :, None]) & (rows < h1[:, :, None])                   # [R, G, H]
     in_w = (cols >= w0[:, :, None]) & (cols < w1[:, :, None])                   # [R, G, W]
     inside = in_h[:, None, :, None, :, None] & in_w[:, None, None, :, None, :]  # [R, 1, G, G, H, W]
-    masked = np.where(inside, values, t.type(0)).reshape(*values.shape[:4], -1)
+    masked = np.where(inside, values, t.type(0)).reshape(*values.shape[:4], height * width)
     total = np.cumsum(masked, axis=-1, dtype=t)[..., -1] if masked.shape[-1] else np.zeros(masked.shape[:4], t)
     count = ((h1 - h0)[:, :, None] * (w1 - w0)[:, None, :])                     # [R, G, G]
     with np.errstate(divide="ignore", invalid="ignore"):
