@@ -115,13 +115,13 @@ def _explained(got, want) -> str:
 
 
 def test_detection_output_random_configurations_up_to_the_terminator():
-    """150 random configurations (NMS styles, code types, two-stage, pixel priors, ties): equal to OpenVINO
+    """100 random configurations (NMS styles, code types, two-stage, pixel priors, ties): equal to OpenVINO
     up to and including the -1 row, but for the two declared reasons (_explained), rare; after the -1 row
     the dialect writes zeros (the CPU plugin leaves memory)."""
     from custom_ops.ops.detection.detection_output import random_case
     unit = UNITS["DetectionOutput"]
     outcome = {"equal": 0, "rounding": 0, "tie": 0}
-    for seed in range(150):
+    for seed in range(100):
         case = random_case(np.random.default_rng(seed), f"random_{seed}")
         got = check.kernel_outputs(unit, case)[0]
         want = check.openvino_outputs(unit, case)[0]
@@ -131,7 +131,7 @@ def test_detection_output_random_configurations_up_to_the_terminator():
         assert reason, f"{case.id}: {case.attributes}"
         outcome[reason] += 1
         assert not got[0, 0, len(head):].any(), case.id
-    assert outcome["equal"] >= 147, outcome
+    assert outcome["equal"] >= 98, outcome
 
 
 def test_detection_output_import_session_export(tmp_path):
@@ -198,7 +198,7 @@ def test_roi_pooling_bilinear_random_values_differ_only_by_the_fused_multiply_ad
     from custom_ops.ops.detection import roi_pooling as module
     unit = UNITS["ROIPooling"]
     cases = []
-    for seed in range(60):
+    for seed in range(30):
         r = np.random.default_rng(seed)
         n, c, h, w = int(r.integers(1, 3)), int(r.integers(1, 4)), int(r.integers(1, 9)), int(r.integers(1, 9))
         corners = r.uniform(-0.2, 1.2, (3, 4)) if seed % 3 == 0 else r.uniform(0, 1, (3, 4))
