@@ -7,8 +7,8 @@ A dialect op is one module `custom_ops/ops/<family>/<op_snake>.py` defining `UNI
   numpy kernel raising OpError, ONNX shape inference in `infer`);
 - `openvino`: the OpenVINO side (type name, opset versions imported, attribute map both ways, the native
   node factory, inputs OpenVINO wants as Constants, expected output shapes);
-- the optional pieces, each a value or `Absent(reason)`: lowering, raising, conformance cases, torch
-  adapter, divergences, benchmark case.
+- the optional pieces, each a value or `Absent(reason)`: lowering, raising (module names in converters),
+  generated and invalid cases, torch adapter, divergences (Divergence rows), benchmark case.
 
 Layering: a unit imports only custom_ops. Higher layers find units through the registry
 (custom_ops.units(), custom_ops.unit_of(op_type)) and pass their own tools in: the `openvino` package to the
@@ -131,6 +131,22 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Divergence:
+    """A known divergence of another runtime from the contract on this unit's op; onnx_bridge.divergences
+    adds it to its one table (docs/divergences.md). backend: "openvino-cpu", "onnxruntime",
+    "onnx-reference" or "torch"; kind: "value", "rejects", "accepts", "nondeterministic" or "crashes";
+    predicate(inputs, attributes) -> bool on the inputs by port name and the attributes (defaults filled);
+    example: a Case on which it applies."""
+    id: str
+    backend: str
+    kind: str
+    title: str
+    reason: str
+    predicate: Callable
+    example: Case
+
+
+@dataclass(frozen=True)
 class DialectUnit:
     """One dialect op, defined once. Optional pieces are a value or Absent(reason), never left out."""
     op_type: str
@@ -144,7 +160,7 @@ class DialectUnit:
     lowering: object = Absent("no standard-ONNX lowering written")
     raising: object = Absent("no standard ONNX pattern raised to this op")
     torch: object = Absent("no torch adapter")
-    divergences: object = Absent("no divergence of another runtime known")
+    divergences: tuple | Absent = Absent("no divergence of another runtime known")  # of Divergence
     benchmark: object = Absent("no benchmark case")
     #: onnxruntime PyOp: the kernel may write its first input in place (the PyOp owns its inputs).
     inplace_first: bool = False
@@ -159,6 +175,9 @@ class DialectUnit:
     #: onnx.NodeProto) as the custom op although an exact lowering exists (`constants`: names of the
     #: model's constant values, or None when unknown). None: lower whenever exact.
     prefer_custom_op: Callable | None = None
+    #: (index input, data input, axis input) port numbers where index values address data along the axis
+    #: given by another input (`onnx-bridge run` draws random indices in range); None: no such input.
+    index_input: tuple[int, int, int] | None = None
     doc: str = ""
 
     @property
