@@ -64,32 +64,25 @@ class AttributeMap:
         """OpenVINO attribute value (node.get_attributes()) -> the dialect's ONNX attribute value."""
         if self.kind == "bool":
             return int(bool(value))
-        if self.kind == "int":
-            return int(value)
-        if self.kind == "float":
-            return float(value)
-        if self.kind == "ints":
-            return [int(v) for v in value]
-        if self.kind == "floats":
-            return [float(v) for v in value]
-        text = value.decode() if isinstance(value, bytes) else str(value)
-        return text.lower() if self.kind == "lower" else text
+        value = _plain(self.kind, value)
+        return value.lower() if self.kind == "lower" else value
 
     def to_openvino(self, value):
         """The dialect's ONNX attribute value -> the value OpenVINO's opset builder takes."""
-        if isinstance(value, bytes):
-            value = value.decode()
-        if self.kind == "bool":
-            return bool(value)
-        if self.kind == "int":
-            return int(value)
-        if self.kind == "float":
-            return float(value)
-        if self.kind == "ints":
-            return [int(v) for v in value]
-        if self.kind == "floats":
-            return [float(v) for v in value]
-        return str(value)
+        return bool(value) if self.kind == "bool" else _plain(self.kind, value)
+
+
+def _plain(kind: str, value):
+    """`value` as the Python type of an attribute kind (strings decoded)."""
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "ints":
+        return [int(v) for v in value]
+    if kind == "floats":
+        return [float(v) for v in value]
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)
@@ -193,7 +186,9 @@ class DialectUnit:
 def same_as_input(index: int = 0) -> Callable:
     """ONNX shape inference: output 0 has the type (and shape) of input `index`."""
     def infer(ctx) -> None:
-        ctx.set_output_type(0, ctx.get_input_type(index))
+        known = ctx.get_input_type(index)
+        if known is not None:  # None: the input's type is unknown (e.g. inside a function body)
+            ctx.set_output_type(0, known)
     return infer
 
 

@@ -103,6 +103,8 @@ def _infer(ctx) -> None:
     import onnx
     from onnx import helper, numpy_helper
     data = ctx.get_input_type(0)
+    if data is None:  # unknown (e.g. inside a function body)
+        return
     out = onnx.TypeProto()
     out.tensor_type.elem_type = data.tensor_type.elem_type
     axes = ctx.get_input_data(1) if ctx.get_num_inputs() > 1 else None

@@ -142,6 +142,8 @@ def _infer(ctx) -> None:
     import onnx
     from onnx import TensorProto, helper
     data = ctx.get_input_type(0)
+    if data is None:  # unknown (e.g. inside a function body)
+        return
     values = onnx.TypeProto()
     values.tensor_type.elem_type = data.tensor_type.elem_type
     if ctx.get_num_inputs() < 2 or not ctx.has_input(1):
