@@ -34,6 +34,7 @@ class Attribute:
     kind: str  # one of ATTRIBUTE_KINDS
     default: object  # REQUIRED (None): the node must give it
     allowed: tuple = ()  # int (0, 1): a flag; strings: the values allowed
+    short: str = ""  # short name in generated labels (function overload names); default: the name
 
     def value(self, op: str, value):
         """`value` checked and in its canonical Python form (int, float, str, list)."""

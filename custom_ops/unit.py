@@ -7,8 +7,8 @@ A dialect op is one module `custom_ops/ops/<family>/<op_snake>.py` defining `UNI
   numpy kernel raising OpError, ONNX shape inference in `infer`);
 - `openvino`: the OpenVINO side (type name, opset versions imported, attribute map both ways, the native
   node factory, inputs OpenVINO wants as Constants, expected output shapes);
-- the optional pieces, each a value or `Absent(reason)`: lowering, raising, conformance cases, torch
-  adapter, divergences, benchmark case.
+- the optional pieces, each a value or `Absent(reason)`: lowering, raising (module names in converters),
+  generated and invalid cases, torch adapter, divergences (Divergence rows), benchmark case.
 
 Layering: a unit imports only custom_ops. Higher layers find units through the registry
 (custom_ops.units(), custom_ops.unit_of(op_type)) and pass their own tools in: the `openvino` package to the
@@ -64,32 +64,25 @@ class AttributeMap:
         """OpenVINO attribute value (node.get_attributes()) -> the dialect's ONNX attribute value."""
         if self.kind == "bool":
             return int(bool(value))
-        if self.kind == "int":
-            return int(value)
-        if self.kind == "float":
-            return float(value)
-        if self.kind == "ints":
-            return [int(v) for v in value]
-        if self.kind == "floats":
-            return [float(v) for v in value]
-        text = value.decode() if isinstance(value, bytes) else str(value)
-        return text.lower() if self.kind == "lower" else text
+        value = _plain(self.kind, value)
+        return value.lower() if self.kind == "lower" else value
 
     def to_openvino(self, value):
         """The dialect's ONNX attribute value -> the value OpenVINO's opset builder takes."""
-        if isinstance(value, bytes):
-            value = value.decode()
-        if self.kind == "bool":
-            return bool(value)
-        if self.kind == "int":
-            return int(value)
-        if self.kind == "float":
-            return float(value)
-        if self.kind == "ints":
-            return [int(v) for v in value]
-        if self.kind == "floats":
-            return [float(v) for v in value]
-        return str(value)
+        return bool(value) if self.kind == "bool" else _plain(self.kind, value)
+
+
+def _plain(kind: str, value):
+    """`value` as the Python type of an attribute kind (strings decoded)."""
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "ints":
+        return [int(v) for v in value]
+    if kind == "floats":
+        return [float(v) for v in value]
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)
@@ -131,6 +124,22 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Divergence:
+    """A known divergence of another runtime from the contract on this unit's op; onnx_bridge.divergences
+    adds it to its one table (docs/divergences.md). backend: "openvino-cpu", "onnxruntime",
+    "onnx-reference" or "torch"; kind: "value", "rejects", "accepts", "nondeterministic" or "crashes";
+    predicate(inputs, attributes) -> bool on the inputs by port name and the attributes (defaults filled);
+    example: a Case on which it applies."""
+    id: str
+    backend: str
+    kind: str
+    title: str
+    reason: str
+    predicate: Callable
+    example: Case
+
+
+@dataclass(frozen=True)
 class DialectUnit:
     """One dialect op, defined once. Optional pieces are a value or Absent(reason), never left out."""
     op_type: str
@@ -144,7 +153,7 @@ class DialectUnit:
     lowering: object = Absent("no standard-ONNX lowering written")
     raising: object = Absent("no standard ONNX pattern raised to this op")
     torch: object = Absent("no torch adapter")
-    divergences: object = Absent("no divergence of another runtime known")
+    divergences: tuple | Absent = Absent("no divergence of another runtime known")  # of Divergence
     benchmark: object = Absent("no benchmark case")
     #: onnxruntime PyOp: the kernel may write its first input in place (the PyOp owns its inputs).
     inplace_first: bool = False
@@ -159,6 +168,9 @@ class DialectUnit:
     #: onnx.NodeProto) as the custom op although an exact lowering exists (`constants`: names of the
     #: model's constant values, or None when unknown). None: lower whenever exact.
     prefer_custom_op: Callable | None = None
+    #: (index input, data input, axis input) port numbers where index values address data along the axis
+    #: given by another input (`onnx-bridge run` draws random indices in range); None: no such input.
+    index_input: tuple[int, int, int] | None = None
     doc: str = ""
 
     @property
@@ -174,7 +186,9 @@ class DialectUnit:
 def same_as_input(index: int = 0) -> Callable:
     """ONNX shape inference: output 0 has the type (and shape) of input `index`."""
     def infer(ctx) -> None:
-        ctx.set_output_type(0, ctx.get_input_type(index))
+        known = ctx.get_input_type(index)
+        if known is not None:  # None: the input's type is unknown (e.g. inside a function body)
+            ctx.set_output_type(0, known)
     return infer
 
 

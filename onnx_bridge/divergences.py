@@ -33,7 +33,8 @@ from typing import Callable
 
 import numpy as np
 
-from custom_ops import resolve
+from custom_ops import resolve, units
+from custom_ops.unit import present
 from custom_ops._types import BFLOAT16, is_float, is_integer
 from onnx_bridge.config import DIALECT_OPSET
 from onnx_bridge.errors import OpError
@@ -1078,6 +1079,25 @@ DIVERGENCES: tuple[Divergence, ...] = (
         _ex(L2, data=A([[3, 4]], np.int32), axes=A([1]))),
 )
 
+
+
+def _from_units() -> tuple[Divergence, ...]:
+    """The divergences the units declare (custom_ops.unit.Divergence), as entries of this table."""
+    entries = []
+    for unit in units():
+        if not present(unit.divergences):
+            continue
+        ports = [port.name for port in unit.newest.inputs]
+        for row in unit.divergences:
+            example = dict(zip(ports, row.example.inputs))
+            entries.append(Divergence(
+                row.id, row.backend, (unit.op_type,), row.kind, row.title, row.reason,
+                lambda case, row=row: row.predicate(case.inputs, case.attributes),
+                lambda op=unit.op_type, example=example, row=row: Case(op, example, row.example.attributes)))
+    return tuple(entries)
+
+
+DIVERGENCES += _from_units()
 BY_ID = {d.id: d for d in DIVERGENCES}
 assert len(BY_ID) == len(DIVERGENCES), "divergence ids must be unique"
 

@@ -78,8 +78,8 @@ def _value_types(model: onnx.ModelProto) -> dict[str, int]:
     register_schemas()
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # inference is a help, not a requirement
-        inferred = model
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        inferred = model  # inference is a help, not a requirement: types come from value_info then
     types: dict[str, int] = {}
 
     def collect(graph):
@@ -368,8 +368,10 @@ class InferenceSession:
                 _run_collecting_errors(self._fallback_session, output_names, input_feed, run_options)
             except OpError as error:
                 raise error from native_error
-            except Exception:
-                pass
+            except Exception as replay_error:  # reported with the native error, not hidden
+                if hasattr(native_error, "add_note"):
+                    native_error.add_note("replaying the inputs through the custom ops did not explain it: "
+                                          f"{type(replay_error).__name__}: {replay_error}")
             raise
 
     def __getattr__(self, name):  # get_inputs, get_outputs, get_providers, io_binding, ...

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import custom_ops
+import custom_ops.errors
 from custom_ops.unit import Case
 from tests.helpers import units as check
 
@@ -18,14 +19,14 @@ CASES = check.cases(UNIT)
 
 def test_kernel_matches_openvino_on_many_cases():
     count = 0
-    for seed in range(6):
+    for seed in range(4):
         for case in check.cases(UNIT, seed):
             check.check_kernel_against_openvino(UNIT, case)
             count += 1
-    assert count >= 80
+    assert count >= 50
 
 
-@pytest.mark.parametrize("case", CASES[:6], ids=lambda c: c.id)
+@pytest.mark.parametrize("case", CASES[:4], ids=lambda c: c.id)
 def test_import_session_export(case, tmp_path):
     check.check_import_and_session(UNIT, case)
     check.check_export(UNIT, case, tmp_path)
@@ -75,10 +76,29 @@ def test_zero_length_is_all_end_token():
                                                    i32([0, 2]), i32(7))))[0]
     np.testing.assert_array_equal(out[:, 0], 7)
     np.testing.assert_array_equal(out[:, 1], 1)
-    assert any("max_seq_len 0" in reason for _, reason in UNIT.divergences)
+    assert "ov-gathertree-zero-length" in {row.id for row in UNIT.divergences}
 
 
 def test_import_rule_is_listed_as_dialect():
     from converters.openvino_ir._registry import op_table
     line = next(row for row in op_table(markdown=True).splitlines() if row.startswith("| GatherTree-1 "))
     assert "GatherTree (org.openvinotoolkit)" in line
+
+
+@pytest.mark.parametrize("row", UNIT.divergences, ids=lambda row: row.id)
+def test_declared_openvino_divergence_is_real(row):
+    """Each declared CPU-plugin divergence shows on its example, and onnx_bridge.divergences lists it."""
+    from onnx_bridge import divergences
+    entry = divergences.BY_ID[row.id]
+    assert entry.applies(entry.example()) and entry.ops == ("GatherTree",)
+    case = row.example
+    if row.kind == "rejects":
+        with pytest.raises(RuntimeError, match="precision"):
+            check.openvino_outputs(UNIT, case)
+        return
+    got = check.openvino_outputs(UNIT, case)  # runs: "value" differs, "accepts" runs what we refuse
+    if row.kind == "accepts":
+        with pytest.raises(custom_ops.errors.OpError):
+            check.kernel_outputs(UNIT, case)
+    else:
+        assert not np.array_equal(got[0], check.kernel_outputs(UNIT, case)[0]), got

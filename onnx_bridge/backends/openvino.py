@@ -19,7 +19,7 @@ import numpy as np
 
 from custom_ops import resolve, unit_of, units
 from custom_ops.unit import present
-from custom_ops._types import BFLOAT16
+from custom_ops._types import BFLOAT16, OPENVINO_NAMES
 from converters.openvino_ir._frontend import OpenVINOError, core_with_extensions, extended_core, read_onnx  # noqa: F401
 from converters.openvino_ir._frontend import openvino
 from converters.openvino_ir._frontend import reason as _reason
@@ -42,13 +42,10 @@ def core():
     return _openvino().Core()
 
 
+@functools.cache
 def _type_table():
     ov = _openvino()
-    return {np.dtype(np.bool_): ov.Type.boolean, np.dtype(np.int8): ov.Type.i8, np.dtype(np.uint8): ov.Type.u8,
-            np.dtype(np.int16): ov.Type.i16, np.dtype(np.uint16): ov.Type.u16, np.dtype(np.int32): ov.Type.i32,
-            np.dtype(np.uint32): ov.Type.u32, np.dtype(np.int64): ov.Type.i64, np.dtype(np.uint64): ov.Type.u64,
-            np.dtype(np.float16): ov.Type.f16, BFLOAT16: ov.Type.bf16, np.dtype(np.float32): ov.Type.f32,
-            np.dtype(np.float64): ov.Type.f64}
+    return {dtype: getattr(ov.Type, name) for dtype, name in OPENVINO_NAMES.items()}
 
 
 def element_type(dtype):

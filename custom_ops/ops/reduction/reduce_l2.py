@@ -103,6 +103,8 @@ def _infer(ctx) -> None:
     import onnx
     from onnx import helper, numpy_helper
     data = ctx.get_input_type(0)
+    if data is None:  # unknown (e.g. inside a function body)
+        return
     out = onnx.TypeProto()
     out.tensor_type.elem_type = data.tensor_type.elem_type
     axes = ctx.get_input_data(1) if ctx.get_num_inputs() > 1 else None
@@ -139,7 +141,7 @@ def _prefer_custom_op(node, constants) -> str | None:
 UNIT = DialectUnit(
     op_type=OP, family="reduction",
     specs=(OpSpec(OP, 4, (Port("data", "T"), Port("axes", "T_IND")), (Port("output", "T"),),
-                  (Attribute("keep_dims", "int", 0, (0, 1)),),
+                  (Attribute("keep_dims", "int", 0, (0, 1), short="keep"),),
                   {"T": SUPPORTED_TYPES, "T_IND": check.INTEGER_TYPES}, _kernel_v4,
                   doc="L2 norm over axes; empty axes give |x|; integers rounded half away from zero.",
                   infer=_infer),),

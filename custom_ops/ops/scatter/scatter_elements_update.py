@@ -157,7 +157,7 @@ _SPECS = (
            doc="Scatter updates at indices along axis; last duplicate wins.", infer=same_as_input(0)),
     OpSpec(OP, 12, _INPUTS, _OUTPUTS,
            (Attribute("reduction", "string", "none", REDUCTIONS),
-            Attribute("use_init_val", "int", 1, (0, 1))),
+            Attribute("use_init_val", "int", 1, (0, 1), short="init")),
            _TYPES, _kernel_v12,
            doc="Scatter with reduction none/sum/prod/min/max/mean; use_init_val=0 starts touched "
                "positions from the reduction's neutral value.", infer=same_as_input(0)),
@@ -181,4 +181,5 @@ UNIT = DialectUnit(
     divergences=Absent("rows in onnx_bridge/divergences.py, not yet moved into the unit"),
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     inplace_first=True,
+    index_input=(1, 0, 3),
 )

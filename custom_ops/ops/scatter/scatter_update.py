@@ -87,4 +87,5 @@ UNIT = DialectUnit(
     divergences=Absent("rows in onnx_bridge/divergences.py, not yet moved into the unit"),
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     inplace_first=True,
+    index_input=(1, 0, 3),
 )

@@ -14,7 +14,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES, INTEGER_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Case, DialectUnit, OpenVINO, OpSpec, Port, expected_shape_of, same_as_input
+from custom_ops.unit import (Absent, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port, expected_shape_of,
+                             same_as_input)
 
 OP = "GatherTree"
 TYPES = INTEGER_TYPES + FLOAT_TYPES
@@ -131,6 +132,79 @@ def bad_cases() -> list[tuple[Case, str]]:
     ]
 
 
+# Divergences of OpenVINO's CPU plugin (2026.4, measured) ------------------------------------------------
+
+_OV = "openvino-cpu"
+_INT32 = (-2**31, 2**31 - 1)
+
+
+def _values(inputs: dict):
+    return [np.asarray(inputs[name]) for name in PORTS if name in inputs]
+
+
+def _wide_integers(inputs, attributes) -> bool:
+    return any(a.dtype in (np.int64, np.uint64, np.uint32) and a.size and
+               (int(a.min()) < _INT32[0] or int(a.max()) > _INT32[1]) for a in _values(inputs))
+
+
+def _f64_inexact(inputs, attributes) -> bool:
+    return any(a.dtype == np.float64 and a.size and
+               not np.array_equal(a.astype(np.float32).astype(np.float64), a, equal_nan=True)
+               for a in _values(inputs))
+
+
+def _zero_length(inputs, attributes) -> bool:
+    step = np.asarray(inputs["step_ids"])
+    return step.size > 0 and bool((np.asarray(inputs["max_seq_len"]) == 0).any())
+
+
+def _negative_length(inputs, attributes) -> bool:
+    return bool((np.asarray(inputs["max_seq_len"]).astype(np.float64) < 0).any())
+
+
+def _fractional_length(inputs, attributes) -> bool:
+    lengths = np.asarray(inputs["max_seq_len"]).astype(np.float64)
+    return bool((lengths != np.trunc(lengths)).any())
+
+
+def _unsupported_type(inputs, attributes) -> bool:
+    from custom_ops._types import BFLOAT16
+    return np.asarray(inputs["step_ids"]).dtype in (np.int8, np.uint8, BFLOAT16)
+
+
+def _example(dtype, step, parent, lengths, end):
+    return Case("example", tuple(np.asarray(a, dtype) for a in (step, parent, lengths, end)))
+
+
+DIVERGENCES = (
+    Divergence("ov-gathertree-zero-length", _OV, "value", "max_seq_len 0 leaves uninitialised memory",
+               "The contract (and OpenVINO's spec: final_ids starts as end_token) gives end_token for every "
+               "step of a batch whose max_seq_len is 0; the CPU plugin skips that batch and returns whatever "
+               "its output buffer held (values like 198778784).",
+               _zero_length, _example(np.int32, [[[5]]], [[[0]]], [0], 3)),
+    Divergence("ov-gathertree-negative-length", _OV, "accepts", "negative max_seq_len is run",
+               "The contract refuses a negative max_seq_len; the CPU plugin runs and returns uninitialised "
+               "memory for that batch (int32 [-1]: -765518448, 32642, ...).",
+               _negative_length, _example(np.int32, [[[5]]], [[[0]]], [-1], 3)),
+    Divergence("ov-gathertree-fractional-length", _OV, "accepts", "fractional max_seq_len is truncated",
+               "The contract requires integer values in max_seq_len and parent_ids (OpenVINO's spec: "
+               "'inputs should have integer values only'); the CPU plugin truncates (2.7 -> 2, parent 1.7 -> 1).",
+               _fractional_length, _example(np.float32, [[[2.5]], [[2.5]]], [[[0]], [[0]]], [1.5], 2.0)),
+    Divergence("ov-gathertree-byte-bf16-rejected", _OV, "rejects", "int8, uint8, bfloat16 refused",
+               "OpenVINO's spec allows any numeric type; the CPU plugin refuses i8, u8 and bf16 at compile "
+               "time ('incorrect input/output data precision').",
+               _unsupported_type, _example(np.int8, [[[1]]], [[[0]]], [1], 3)),
+    Divergence("ov-gathertree-int64-as-int32", _OV, "value", "i64/u64/u32 values moved in 32 bits",
+               "The CPU plugin computes i64/u64 in int32: step_ids i64 2^40+1 comes back as 1, u64 2^31+5 as "
+               "18446744071562067973. Values within int32 are exact.",
+               _wide_integers, _example(np.int64, [[[2**40 + 1]]], [[[0]]], [1], 5)),
+    Divergence("ov-gathertree-f64-as-f32", _OV, "value", "f64 values moved in f32",
+               "The CPU plugin computes f64 in f32: step_ids 0.1 comes back as 0.10000000149011612. Values "
+               "f32 holds exactly are exact.",
+               _f64_inexact, _example(np.float64, [[[0.1]]], [[[0]]], [1], 5)),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="sequence",
     specs=(OpSpec(OP, 1, tuple(Port(name, "T") for name in PORTS), (Port("final_ids", "T"),), (),
@@ -145,12 +219,6 @@ UNIT = DialectUnit(
                     "possible but not written"),
     raising=Absent("standard ONNX has no beam back-tracking op to raise"),
     torch=Absent("torch has no gather_tree op to export"),
-    divergences=(
-        ("openvino-cpu", "element types int8, uint8, bfloat16 refused at compile time (the spec allows any "
-                         "numeric type)"),
-        ("openvino-cpu", "max_seq_len 0: uninitialised memory in that batch's output (contract: end_token)"),
-        ("openvino-cpu", "negative max_seq_len: uninitialised memory in the output (the contract refuses it)"),
-        ("openvino-cpu", "non-integer parent_ids/max_seq_len are truncated (the contract requires integers)"),
-    ),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked: no native onnxruntime counterpart"),
 )

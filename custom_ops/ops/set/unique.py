@@ -142,6 +142,8 @@ def _infer(ctx) -> None:
     import onnx
     from onnx import TensorProto, helper
     data = ctx.get_input_type(0)
+    if data is None:  # unknown (e.g. inside a function body)
+        return
     values = onnx.TypeProto()
     values.tensor_type.elem_type = data.tensor_type.elem_type
     if ctx.get_num_inputs() < 2 or not ctx.has_input(1):
@@ -183,8 +185,8 @@ UNIT = DialectUnit(
                   (Port("unique", "T"), Port("indices", "T_IDX"), Port("reverse_indices", "T_IDX"),
                    Port("counts", "T_CNT")),
                   (Attribute("sorted", "int", 1, (0, 1)),
-                   Attribute("index_element_type", "string", "i64", INDEX_TYPES),
-                   Attribute("count_element_type", "string", "i64", INDEX_TYPES)),
+                   Attribute("index_element_type", "string", "i64", INDEX_TYPES, short="index"),
+                   Attribute("count_element_type", "string", "i64", INDEX_TYPES, short="count")),
                   {"T": DATA_TYPES, "T_AXIS": check.INTEGER_TYPES,
                    "T_IDX": (np.dtype(np.int32), np.dtype(np.int64)),
                    "T_CNT": (np.dtype(np.int32), np.dtype(np.int64))},
