@@ -14,8 +14,9 @@ Order: per image, labels ascending; per label the NMS order (score descending, p
 on ties). Caffe style (decrease_label_id=0): per class, scores > confidence_threshold, best top_k,
 greedy NMS (a box is dropped when its IoU with a kept box exceeds nms_threshold); MXNet style: per
 prior its best non-background class (score >= confidence_threshold), best top_k over all, NMS per
-class, labels written minus one. Then keep_top_k[0] best over all classes. Arithmetic in the input
-type, in the reference's order.
+class, labels written minus one. Then keep_top_k[0] best over all classes (equal scores of one prior in
+two classes at that cut: the lower class first; the reference leaves that order to std::sort).
+Arithmetic in the input type, in the reference's order.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import bool_map, flag, maps, native, output_type
 
@@ -342,6 +343,46 @@ def _output_shapes(inputs: dict, attributes: dict) -> list:
     return [detection_output(*(inputs.get(p) for p in PORTS), **attributes).shape]
 
 
+def _terminated(inputs, attributes) -> bool:
+    try:
+        out = detection_output(*(inputs.get(p) for p in PORTS), **attributes)
+    except OpError:
+        return False
+    return bool((out[0, 0, :, 0] == -1).any())
+
+
+def _priors(inputs, attributes) -> int:
+    return np.shape(inputs["proposals"])[2] // (4 if attributes["normalized"] else 5)
+
+
+_EXAMPLE = (np.zeros((1, 8), np.float32), np.array([[0.1, 0.9, 0.8, 0.2]], np.float32),
+            np.array([[[0, 0, .5, .5, .5, .5, 1, 1], [.1, .1, .2, .2, .1, .1, .2, .2]]], np.float32))
+DIVERGENCES = (
+    Divergence("ov-detectionoutput-tail-uninitialised", "openvino-cpu", "nondeterministic",
+               "rows after the -1 row uninitialised",
+               "The CPU plugin leaves the rows after the -1 terminator uninitialised; the reference and the "
+               "dialect write zeros.", _terminated,
+               Case("example", _EXAMPLE, {"keep_top_k": [5], "nms_threshold": 0.5, "normalized": 1})),
+    Divergence("ov-detectionoutput-mxnet-ties", "openvino-cpu", "value", "MXNet style: ties at top_k ordered differently",
+               "With decrease_label_id 1, priors tied in score at the top_k cut are ordered differently (the "
+               "reference: lower prior index first; measured: 6 priors, top_k 5, two tied at 0.5).",
+               lambda inputs, attributes: bool(attributes["decrease_label_id"]) and attributes["top_k"] != -1,
+               Case("example", _EXAMPLE, {"keep_top_k": [5], "nms_threshold": 0.5, "normalized": 1,
+                                          "decrease_label_id": 1, "top_k": 1})),
+    Divergence("ov-detectionoutput-center-size-rounding", "openvino-cpu", "value", "CENTER_SIZE decoding rounds differently",
+               "CENTER_SIZE decoding on the CPU plugin differs from the reference by 1 ulp in a box coordinate in "
+               "rare cases (1 of 400 random configurations).",
+               lambda inputs, attributes: attributes["code_type"] == CODE_TYPES[1],
+               Case("example", _EXAMPLE, {"keep_top_k": [5], "nms_threshold": 0.5, "normalized": 1,
+                                          "code_type": CODE_TYPES[1]})),
+    Divergence("ov-detectionoutput-keep-zero", "openvino-cpu", "rejects", "keep_top_k 0 with a large top_k refused",
+               "keep_top_k 0 with top_k larger than the priors: the CPU plugin raises 'insufficient output buffer "
+               "size' at run time; the reference returns no detection.",
+               lambda inputs, attributes: attributes["keep_top_k"][0] == 0 and attributes["top_k"] > _priors(inputs, attributes),
+               Case("example", _EXAMPLE, {"keep_top_k": [0], "nms_threshold": 0.5, "normalized": 1, "top_k": 5})),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 8, tuple(Port(p, "T", optional=i >= 3) for i, p in enumerate(PORTS)),
@@ -370,17 +411,6 @@ UNIT = DialectUnit(
                     "equivalent (ONNX NonMaxSuppression orders and pads differently); not written"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch has no DetectionOutput op"),
-    divergences=(
-        ("openvino-cpu", "rows after the -1 terminator are left uninitialised (the reference and the dialect "
-                         "write zeros)"),
-        ("openvino-cpu", "MXNet style (decrease_label_id 1): priors tied in score at the top_k cut are "
-                         "ordered differently (the reference: lower prior index first)"),
-        ("openvino-cpu", "CENTER_SIZE decoding rounds differently in rare cases (1 ulp in a box coordinate; "
-                         "1 of 400 random configurations)"),
-        ("reference", "equal scores of one prior in two classes at the keep_top_k cut: the reference's order "
-                      "is std::sort's (unspecified); the dialect keeps the lower class first"),
-        ("openvino-cpu", "keep_top_k 0 with top_k larger than the priors: refused at run time ('insufficient "
-                         "output buffer size'; the reference returns no detection)"),
-    ),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked yet"),
 )

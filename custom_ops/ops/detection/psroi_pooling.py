@@ -19,7 +19,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import maps, native, output_type
 
@@ -210,6 +210,33 @@ def _output_shapes(inputs: dict, attributes: dict) -> list:
     return [(np.shape(inputs["coords"])[0], attributes["output_dim"], g, g)]
 
 
+def _past_the_map(inputs, attributes) -> bool:
+    data, rois = np.asarray(inputs["input"]), np.asarray(inputs["coords"])
+    if attributes["mode"] != "average" or not rois.size:
+        return False
+    start = round_half_away(rois[:, 1:3].astype(F32)) * F32(attributes["spatial_scale"])
+    return bool(((start[:, 0] >= data.shape[3]) | (start[:, 1] >= data.shape[2])).any())
+
+
+DIVERGENCES = (
+    Divergence("ov-psroipooling-bin-past-map", "openvino-cpu", "value", "average bin past the map is 0",
+               "A bin starting past the feature map is empty (0) on the CPU plugin; the reference clamps its "
+               "start to the last row/column and averages that.",
+               _past_the_map, Case("example", (np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4),
+                                               np.array([[0, 6, 0, 7, 0]], np.float32)),
+                                   {"output_dim": 1, "group_size": 1, "spatial_scale": 1.0})),
+    Divergence("ov-psroipooling-bilinear-points", "openvino-cpu", "value", "bilinear sampling points differ",
+               "The CPU plugin computes the sampling points by an algebraically equal formula (last-bit "
+               "differences) and skips points in (size - 1, size), which the reference reads clamped; dyadic "
+               "inputs agree bit for bit.",
+               lambda inputs, attributes: attributes["mode"] == "bilinear",
+               Case("example", (np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4) / 3,
+                                np.array([[0, 0.1, 0.2, 0.7, 0.9]], np.float32)),
+                    {"output_dim": 1, "group_size": 2, "spatial_scale": 1.0, "spatial_bins_x": 2,
+                     "mode": "bilinear"})),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 1, (Port("input", "T"), Port("coords", "T")), (Port("output", "T"),),
@@ -227,11 +254,6 @@ UNIT = DialectUnit(
     lowering=Absent("position-sensitive channel selection per bin has no standard ONNX op; not written"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision.ops.ps_roi_pool is not exported through the dialect"),
-    divergences=(
-        ("openvino-cpu", "average: a bin starting past the map is empty (0) on the CPU plugin; the reference "
-                         "clamps its start to the last row/column and averages that"),
-        ("openvino-cpu", "bilinear: sampling points by an algebraically equal formula (last-bit differences) "
-                         "and points in (size - 1, size) skipped (the reference reads them, clamped)"),
-    ),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked yet"),
 )

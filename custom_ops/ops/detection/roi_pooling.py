@@ -14,7 +14,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import maps, native, output_type
 
@@ -204,6 +204,23 @@ def _output_shapes(inputs: dict, attributes: dict) -> list:
              attributes["pooled_w"])]
 
 
+_F32 = lambda v: np.asarray(v, np.float32)  # noqa: E731
+DIVERGENCES = (
+    Divergence("ov-roipooling-bilinear-fma", "openvino-cpu", "value", "bilinear interpolation fused",
+               "The CPU plugin interpolates with a fused multiply-add (vfmadd); the reference rounds the product "
+               "first: last-bit differences on non-dyadic values (tests: equal bit for bit once fused).",
+               lambda inputs, attributes: attributes["method"] == "bilinear",
+               Case("example", (_F32(np.arange(16).reshape(1, 1, 4, 4) / 3), _F32([[0, 0.1, 0.2, 0.7, 0.9]])),
+                    {"pooled_h": 2, "pooled_w": 2, "spatial_scale": 1.0, "method": "bilinear"})),
+    Divergence("ov-roipooling-batch-minus-one", "openvino-cpu", "accepts", "batch id -1 ends the ROI list",
+               "The CPU plugin treats a ROI whose batch id is -1 as the end of the list (zeros from there); the "
+               "reference and the dialect refuse a batch id outside [0, N - 1].",
+               lambda inputs, attributes: bool((np.trunc(np.asarray(inputs["coords"])[:, 0]) == -1).any()),
+               Case("example", (_F32(np.zeros((1, 1, 4, 4))), _F32([[-1, 0, 0, 2, 2]])),
+                    {"pooled_h": 2, "pooled_w": 2, "spatial_scale": 1.0})),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 2, (Port("input", "T"), Port("coords", "T")), (Port("output", "T"),),
@@ -220,11 +237,6 @@ UNIT = DialectUnit(
                     "check; not written"),
     raising=Absent("standard MaxRoiPool is not raised"),
     torch=Absent("torchvision.ops.roi_pool is not exported through the dialect"),
-    divergences=(
-        ("openvino-cpu", "bilinear: the interpolation is a fused multiply-add (the reference rounds the product "
-                         "first): last-bit differences"),
-        ("openvino-cpu", "a ROI with batch id -1 ends the ROI list (zeros after it); the reference and the "
-                         "dialect refuse it"),
-    ),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked yet"),
 )
