@@ -1,23 +1,9 @@
 """Proposal-4 (-1) (OpenVINO): Faster R-CNN region proposals from anchor scores and box deltas.
 
-NOT REGISTERED (the leading underscore keeps custom_ops.ops from discovering it): the kernel follows
-OpenVINO's reference, but the differential test against the CPU plugin is not finished: the CPU plugin
-crashes the process (SIGSEGV) on several generated configurations (1 or 2 anchors; pre_nms_topn 6 with
-6 anchors and more cells), so the comparison needs a subprocess harness. Measured on the 23 generated
-cases that run: with the centre update fused (muladd as one rounding, the CPU plugin's FMA) all agree
-bit for bit but one (two zero-score boxes tied, an order the reference leaves to std::partial_sort);
-unfused (the reference) 13 differ in the last bit of a coordinate. Until the harness exists an IR with
-Proposal stays refused.
-
-class_probs [N, 2A, H, W] (the foreground scores are channels A..2A-1), bbox_deltas [N, 4A, H, W],
-image_shape [3] or [4] (height, width, scale_h[, scale_w]). Outputs: rois [N * post_nms_topn, 5] rows
-(batch, x0, y0, x1, y1) and (version 4) probs [N * post_nms_topn]. Per image: A anchors (ratios x scales
-of base_size) at every cell (stride feat_stride), moved by the deltas, clipped, scored 0 when smaller
-than min_size * scale, the pre_nms_topn best (score descending; equal scores keep their anchor order,
-which the reference leaves to std::partial_sort), greedy NMS (IoU > nms_thresh suppresses, box sizes
-counting +1 pixel unless framework "tensorflow") up to post_nms_topn; unused rows are zeros with -1 in
-the first column of the first one. framework "tensorflow": unrounded anchors shifted by half the base
-size, x/y swapped, clipped before decoding, no +1. float32 arithmetic in the reference's order.
+OpenVINO's CPU plugin crashes the process (SIGSEGV) when fewer than 8 proposals enter its NMS (measured:
+min(pre_nms_topn, A * H * W) of 3 to 6), so the differential tests run it in a subprocess on cases with
+at least 8. It fuses the centre update (muladd) into one rounding: with that swapped in, the kernel
+equals it bit for bit on the generated cases.
 """
 from __future__ import annotations
 
@@ -25,7 +11,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import bool_map, flag, maps, native
 
@@ -219,14 +205,14 @@ def cases(rng: np.random.Generator) -> list:
         ratios = [[0.5, 1.0, 2.0], [0.5, 1.0, 2.0, 3.0], [0.5, 2.0]][index % 3]
         scales = [[4.0, 8.0], [2.0], [8.0, 16.0, 32.0]][index % 3]
         count = len(ratios) * len(scales)
-        n, h, w = int(r.integers(1, 3)), int(r.integers(1, 5)), int(r.integers(1, 5))
+        n, h, w = int(r.integers(1, 3)), int(r.integers(1, 5)), int(r.integers(2, 5))
         stride = int(r.choice([4, 8, 16]))
         a = {"base_size": int(r.choice([8, 16])), "pre_nms_topn": int(r.choice([6, 20, 100])),
              "post_nms_topn": int(r.choice([3, 8, 30])), "nms_thresh": float(r.choice([0.3, 0.5, 0.7])),
              "feat_stride": stride, "min_size": int(r.choice([1, 2, 4])), "ratio": ratios, "scale": scales,
              "clip_before_nms": int(index % 4 != 1), "clip_after_nms": int(index % 3 == 2),
              "normalize": int(index % 5 == 4), "framework": ["", "tensorflow"][index % 2]}
-        a["pre_nms_topn"] = max(a["pre_nms_topn"], a["post_nms_topn"])   # the CPU plugin crashes otherwise
+        a["pre_nms_topn"] = max(a["pre_nms_topn"], a["post_nms_topn"], 8)   # the CPU plugin crashes below 8
         if index % 6 == 5:
             a["box_size_scale"], a["box_coordinate_scale"] = 2.0, 4.0
         probs = r.random((n, 2 * count, h, w))
@@ -237,7 +223,11 @@ def cases(rng: np.random.Generator) -> list:
         if a["normalize"]:                      # powers of two: the CPU plugin multiplies by 1 / size
             size_h = size_w = 128
         image = np.array([size_h, size_w, float(r.choice([1.0, 0.5]))] + ([1.5] if index % 4 == 3 else []))
-        out.append(Case(f"proposal_{index}", tuple(x.astype(np.float32) for x in (probs, deltas, image)), a))
+        case = Case(f"proposal_{index}", tuple(x.astype(np.float32) for x in (probs, deltas, image)), a)
+        rois, scores = proposal(*case.inputs, **a)
+        kept = scores[rois[:, 0] != -1]
+        if len(np.unique(kept)) == len(kept) and (kept > 0).all():   # no tie: its order is unspecified
+            out.append(case)
     return out
 
 
@@ -259,6 +249,39 @@ def bad_cases() -> list:
 def _output_shapes(inputs: dict, attributes: dict) -> list:
     rows = np.shape(inputs["class_probs"])[0] * attributes["post_nms_topn"]
     return [(rows, 5), (rows,)]
+
+
+def _proposals(inputs, attributes) -> int:
+    shape = np.shape(inputs["class_probs"])
+    return min(attributes["pre_nms_topn"], shape[1] // 2 * shape[2] * shape[3])
+
+
+_EXAMPLE = Case("example", (np.random.default_rng(0).random((1, 2, 2, 2)).astype(np.float32),
+                            np.zeros((1, 4, 2, 2), np.float32), np.array([64, 64, 1], np.float32)),
+                {"base_size": 16, "pre_nms_topn": 10, "post_nms_topn": 4, "nms_thresh": 0.7, "feat_stride": 16,
+                 "min_size": 1, "ratio": [1.0], "scale": [1.0]})
+DIVERGENCES = (
+    Divergence("ov-proposal-few-proposals-crash", "openvino-cpu", "crashes", "fewer than 8 proposals crash",
+               "The CPU plugin crashes the process (SIGSEGV) when fewer than 8 proposals enter its NMS "
+               "(measured with 3 to 6); the reference and the dialect run.",
+               lambda inputs, attributes: _proposals(inputs, attributes) < 8, _EXAMPLE),
+    Divergence("ov-proposal-fused-centre", "openvino-cpu", "value", "centre update fused",
+               "The CPU plugin computes dx * width + centre with one rounding (FMA); the reference rounds the "
+               "product first: last-bit differences in 13 of 23 measured cases.",
+               lambda inputs, attributes: True, _EXAMPLE),
+    Divergence("ov-proposal-tensorflow-clip", "openvino-cpu", "value", "tensorflow: x/y clip swapped",
+               "framework tensorflow: the CPU plugin clips y by the image width and x by the height; the "
+               "reference clips x by the width.",
+               lambda inputs, attributes: attributes["framework"] == "tensorflow",
+               Case("example", _EXAMPLE.inputs, {**_EXAMPLE.attributes, "framework": "tensorflow"})),
+    Divergence("ov-proposal-normalize", "openvino-cpu", "value", "normalize multiplies by 1 / size",
+               "normalize 1: the CPU plugin multiplies by 1 / size (last-bit differences); the reference divides.",
+               lambda inputs, attributes: bool(attributes["normalize"]),
+               Case("example", _EXAMPLE.inputs, {**_EXAMPLE.attributes, "normalize": 1})),
+    Divergence("ov-proposal-probs-tail", "openvino-cpu", "nondeterministic", "probs after the last roi uninitialised",
+               "The CPU plugin leaves the probs after the -1 terminated rows uninitialised; the reference writes "
+               "zeros.", lambda inputs, attributes: True, _EXAMPLE),
+)
 
 
 UNIT = DialectUnit(
@@ -285,14 +308,6 @@ UNIT = DialectUnit(
                     "-1 terminated rows) has no exact standard equivalent; not written"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision's RPN is not exported through the dialect"),
-    divergences=(
-        ("openvino-cpu", "1 or 2 anchors (len(ratio) * len(scale)), or post_nms_topn > pre_nms_topn: the CPU "
-                         "plugin crashes the process (SIGSEGV) in measured cases"),
-        ("openvino-cpu", "framework tensorflow: y is clipped by the image width, x by the height (the "
-                         "reference clips x by the width); normalize: multiplied by 1 / size (last-bit "
-                         "differences; the reference divides)"),
-        ("openvino-cpu", "probs after the -1 terminated rows are left uninitialised (the reference writes zeros)"),
-        ("reference", "equal scores: the reference orders them by std::partial_sort (unspecified); the "
-                      "dialect keeps anchor order (cell-major, then anchor)"),),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked yet"),
 )
