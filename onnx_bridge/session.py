@@ -198,6 +198,12 @@ class _Rewriter:
             if not inputs[index]:  # an absent optional input: an empty placeholder the op is told about
                 allowed = newest.type_constraints[port.type_constraint]
                 dtype = np.dtype(np.int64) if np.dtype(np.int64) in allowed else allowed[0]
+                # a constraint bound by a present input: the placeholder takes that input's (widened) type
+                bound = [self.types[node.input[i]] for i, p in enumerate(newest.inputs)
+                         if p.type_constraint == port.type_constraint and i < len(node.input) and node.input[i]]
+                if bound:
+                    wide = port.type_constraint == wide_type and bound[0] in _WIDENED_CODES
+                    dtype = np.dtype(np.float32) if wide else ONNX_TO_NUMPY[bound[0]]
                 inputs[index] = f"__bridge_absent_{self.count}_{index}"
                 graph.initializer.append(numpy_helper.from_array(np.zeros(0, dtype), inputs[index]))
                 absent.append(str(index))

@@ -98,8 +98,9 @@ def _output_types(unit, case) -> list[tuple]:
     except OpError:
         spec = unit.newest
         bound = {p.type_constraint: np.asarray(v).dtype for p, v in zip(spec.inputs, case.inputs) if v is not None}
-        return [(NUMPY_TO_ONNX.get(bound.get(p.type_constraint), onnx.TensorProto.FLOAT), None)
-                for p in spec.outputs]
+        # a constraint no input binds: its first type (the default of an attribute-chosen type)
+        return [(NUMPY_TO_ONNX.get(bound.get(p.type_constraint, spec.type_constraints[p.type_constraint][0]),
+                                   onnx.TensorProto.FLOAT), None) for p in spec.outputs]
 
 
 def assert_same(got, want, what: str, tolerance: dict | None = None) -> None:

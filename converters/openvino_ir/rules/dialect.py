@@ -10,7 +10,11 @@ import custom_ops
 from custom_ops.config import DOMAIN
 from custom_ops.errors import OpError
 
+from onnx import AttributeProto, helper
+
 from .._registry import Unsupported, rule
+
+_LIST_TYPES = {"ints": AttributeProto.INTS, "floats": AttributeProto.FLOATS}
 
 
 def _dialect(ctx, node, op_type, **attributes):
@@ -31,7 +35,12 @@ def _unit_rule(unit):
             attributes = unit.newest.attribute_values(attributes)
         except OpError as error:
             raise Unsupported(str(error)) from None
-        _dialect(ctx, node, unit.op_type, **attributes)
+        # An empty list has no ONNX type of its own: written typed by the spec's kind
+        kinds = {a.name: a.kind for a in unit.newest.attributes}
+        empty = [name for name, value in attributes.items() if isinstance(value, list) and not value]
+        _dialect(ctx, node, unit.op_type, **{k: v for k, v in attributes.items() if k not in empty})
+        ctx.nodes[-1].attribute.extend(helper.make_attribute(name, [], attr_type=_LIST_TYPES[kinds[name]])
+                                       for name in empty)
 
     handler.__name__ = handler.__qualname__ = f"unit_{unit.op_type}"
     return handler
