@@ -16,11 +16,13 @@ from pathlib import Path
 
 import onnx
 
-from converters.model_io import load_model, save_model
+from converters.model_io import Weights, load_model, needs_external_data, opset_of, save_model
+from custom_ops.config import DOMAIN
 from custom_ops.errors import ConversionError
 
 from . import lowering, raising  # noqa: F401  (register the rules)
 from ._driver import MODES, lower, raise_
+from .graph import all_graphs
 from .registry import LOWERING, RAISING
 from .report import NodeReport, Report
 
@@ -46,7 +48,8 @@ def _is_ir(model) -> bool:
 
 
 def convert(model, to: str = "standard", mode: str = "default", strict: bool | str = False,
-            output=None, ops=None, as_functions: bool = False) -> tuple[onnx.ModelProto, Report]:
+            output=None, ops=None, as_functions: bool = False, external_data: bool | None = None,
+            weights: Weights | None = None) -> tuple[onnx.ModelProto, Report]:
     """Convert `model` (ModelProto, bytes, .onnx path, or OpenVINO IR .xml path) and report per node.
 
     to:     "standard" lowers dialect nodes to standard ONNX (opset 18) wherever the result is exact;
@@ -65,8 +68,15 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
             defined by a model-local function (org.openvinotoolkit, op type, overload) whose body is
             that lowering: plain onnxruntime runs the model, tools still see the op, and to="openvino"
             gives the plain dialect nodes back (converters.functions).
+    external_data: with `output` (.onnx): True writes the weights to `output`.data beside it (ONNX external
+            data); None (default) only when they pass protobuf's 2 GB limit; False never.
+    weights: (an OpenVINO IR input, to="standard") a converters.model_io.Weights: the IR's large constants
+            stay in it, as views of OpenVINO's weights, instead of in the returned model; write the model
+            with save_model(model, path, weights=weights). With `output` they are written straight from
+            OpenVINO's memory either way (one pass, no copy of the weights).
     Dialect nodes inside subgraphs and model-local function bodies are converted too.
-    The input is never modified. Returns (new model, Report).
+    The input is never modified. Returns (new model, Report); after writing external data, the returned
+    model's large initializers refer to it (onnx.load_external_data_for_model(model, output's directory)).
     """
     if to not in TARGETS:
         raise ConversionError(f"unknown target {to!r}; choose one of {', '.join(TARGETS)}")
@@ -78,7 +88,17 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
         raise ConversionError("as_functions applies to to='standard' only")
     if to == "openvino-ir" and (output is None or Path(output).suffix.lower() != ".xml"):
         raise ConversionError("to='openvino-ir' writes OpenVINO IR: give output='model.xml'")
-    model = _openvino_ir().import_ir(model) if _is_ir(model) else load_model(model)
+    if weights is not None and not (_is_ir(model) and to == "standard"):
+        raise ConversionError("weights= applies to an OpenVINO IR input converted to='standard'")
+    if _is_ir(model):
+        deferred = weights if weights is not None else Weights() if output is not None else None
+        model = _openvino_ir().import_ir(model, defer=None if to != "standard" else deferred)
+        if deferred is not None and len(deferred) and opset_of(model, DOMAIN) is not None:
+            # the lowering rules read their nodes' constant inputs from the model
+            deferred.materialize(model, {name for graph in all_graphs(model.graph) for node in graph.node
+                                         if node.domain == DOMAIN for name in node.input})
+    else:
+        deferred, model = None, load_model(model)
     if to == "standard":
         report = lower(model, mode, strict, ops, as_functions)
     else:
@@ -86,5 +106,10 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
     if to == "openvino-ir":
         _openvino_ir().export_ir(model, output)
     elif output is not None:
-        save_model(model, output)
+        external = external_data if external_data is not None else needs_external_data(model)
+        save_model(model, output, external_data=external, weights=deferred)
+        if external:  # the caller gets the model as written: its weights refer to the external data
+            model = onnx.load(str(output), load_external_data=False)
+        elif deferred is not None:
+            deferred.materialize(model)
     return model, report

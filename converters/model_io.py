@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import tempfile
+import time
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from custom_ops.errors import ModelError
@@ -52,6 +56,104 @@ def set_opset(model: onnx.ModelProto, domain: str, version: int) -> None:
 
 #: Models whose initializers hold more than this are written tensor by tensor (see _write_streamed).
 STREAM_BYTES = 32 << 20
+#: save_model(external_data=None) writes the weights to external data when they pass this: a serialized
+#: ModelProto is limited to 2 GiB by protobuf (64 MiB left for the graph itself).
+EXTERNAL_AUTO_BYTES = (2 << 30) - (64 << 20)
+#: In external data, tensors smaller than this stay in the .onnx (as onnx.save's size_threshold).
+EXTERNAL_MIN_BYTES = 1024
+#: Offsets of tensors in the external data file are multiples of this.
+EXTERNAL_ALIGN = 64
+
+
+#: Seconds after which writing a model reports progress on stderr.
+PROGRESS_AFTER = 2.0
+
+
+class _Progress:
+    """'writing NAME: x of y MB' on stderr, at most every INTERVAL seconds, once writing is slow."""
+
+    INTERVAL = 0.5
+
+    def __init__(self, path: Path, total: int):
+        self.name, self.total, self.written = path.name, total, 0
+        self.start = self.last = time.monotonic()
+        self.shown = False
+
+    def add(self, nbytes: int) -> None:
+        self.written += nbytes
+        now = time.monotonic()
+        if now - self.start > PROGRESS_AFTER and now - self.last >= self.INTERVAL:
+            self.last, self.shown = now, True
+            print(f"\rwriting {self.name}: {self.written / 1e6:.0f} of {self.total / 1e6:.0f} MB, "
+                  f"{now - self.start:.1f} s", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            print(file=sys.stderr, flush=True)
+
+
+class Weights:
+    """Initializer data kept outside a ModelProto until it is written (the OpenVINO importer's large
+    constants: views of OpenVINO's memory-mapped weights), so no protobuf copy of them is ever made.
+
+    A deferred initializer has its name, type and dims; data_location EXTERNAL with location PENDING marks it.
+    save_model(model, path, weights=w) writes their bytes straight from the arrays (into the .onnx or into
+    external data); materialize(model) puts them into the model (a complete ModelProto)."""
+
+    PENDING = "onnx-bridge:pending"
+
+    def __init__(self):
+        self.arrays: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+    def defer(self, tensor: onnx.TensorProto, array, name: str, code: int) -> onnx.TensorProto:
+        tensor.name, tensor.data_type = name, code
+        tensor.dims.extend(array.shape)
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        tensor.external_data.add(key="location", value=self.PENDING)
+        self.arrays[name] = array
+        return tensor
+
+    @classmethod
+    def pending(cls, tensor: onnx.TensorProto) -> bool:
+        return tensor.data_location == onnx.TensorProto.EXTERNAL and \
+            any(e.key == "location" and e.value == cls.PENDING for e in tensor.external_data)
+
+    def data(self, tensor: onnx.TensorProto) -> memoryview:
+        """The little-endian bytes of a deferred tensor, without a copy where the array allows it."""
+        try:
+            array = self.arrays[tensor.name]
+        except KeyError:
+            raise ModelError(f"initializer {tensor.name!r} has no deferred data") from None
+        array = np.asarray(array, dtype=onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type)
+                           if tensor.data_type != onnx.TensorProto.BFLOAT16 else array.dtype)
+        array = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
+        return memoryview(array.reshape(-1).view(np.uint8))
+
+    def materialize(self, model: onnx.ModelProto, names=None) -> onnx.ModelProto:
+        """Put every deferred tensor's bytes (or those of `names`) into `model` (in place; returns it)."""
+        for tensor in _initializers(model):
+            if self.pending(tensor) and (names is None or tensor.name in names):
+                data = self.data(tensor)
+                del tensor.external_data[:]
+                tensor.ClearField("data_location")
+                tensor.raw_data = data.tobytes()
+        return model
+
+
+def _initializers(model: onnx.ModelProto):
+    """The initializers of the main graph and of every subgraph."""
+    graphs = [model.graph]
+    while graphs:
+        graph = graphs.pop()
+        yield from graph.initializer
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    graphs.append(attribute.g)
+                graphs.extend(attribute.graphs)
 
 
 def _varint(value: int) -> bytes:
@@ -63,21 +165,23 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+def _tensor_bytes(tensor: onnx.TensorProto) -> int:
+    if tensor.data_type == onnx.TensorProto.STRING:
+        return 0
+    count = 1
+    for dim in tensor.dims:
+        count *= dim
+    return count * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+
+
 def _initializer_bytes(model: onnx.ModelProto) -> int:
     """Size of the initializers' data from their dims (reading raw_data or ByteSize() would copy it)."""
-    total = 0
-    for tensor in model.graph.initializer:
-        count = 1
-        for dim in tensor.dims:
-            count *= dim
-        total += count * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize \
-            if tensor.data_type != onnx.TensorProto.STRING else 0
-    return total
+    return sum(_tensor_bytes(tensor) for tensor in model.graph.initializer)
 
 
-def _copy_fields(source, target, skip: str) -> None:
+def _copy_fields(source, target, skip) -> None:
     for field, value in source.ListFields():
-        if field.name == skip:
+        if field.name in skip:
             continue
         if field.is_repeated:
             getattr(target, field.name).extend(value)
@@ -87,41 +191,131 @@ def _copy_fields(source, target, skip: str) -> None:
             setattr(target, field.name, value)
 
 
-def _write_streamed(model: onnx.ModelProto, path) -> None:
+_GRAPH_TAG = onnx.ModelProto.DESCRIPTOR.fields_by_name["graph"].number << 3 | 2
+_INITIALIZER_TAG = onnx.GraphProto.DESCRIPTOR.fields_by_name["initializer"].number << 3 | 2
+_RAW_DATA_TAG = onnx.TensorProto.DESCRIPTOR.fields_by_name["raw_data"].number << 3 | 2
+
+
+def _shell(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model without the initializers of its main graph."""
+    shell = onnx.ModelProto()
+    _copy_fields(model, shell, skip=("graph",))
+    _copy_fields(model.graph, shell.graph, skip=("initializer",))
+    return shell
+
+
+def _header(tensor: onnx.TensorProto) -> onnx.TensorProto:
+    """A tensor's fields but its data (and the PENDING mark)."""
+    header = onnx.TensorProto()
+    _copy_fields(tensor, header, skip=("raw_data", "external_data", "data_location"))
+    return header
+
+
+def _check_pending(model: onnx.ModelProto, weights: Weights | None) -> None:
+    pending = [t.name for t in _initializers(model) if Weights.pending(t)]
+    if pending and (weights is None or any(name not in weights.arrays for name in pending)):
+        raise ModelError(f"{len(pending)} initializer(s) hold deferred data ({pending[0]!r}, ...): save the "
+                         f"model with the Weights object it was imported with")
+
+
+def _write_streamed(model: onnx.ModelProto, path, weights: Weights | None = None) -> None:
     """Write `model` without ever holding a second copy of its weights (SerializeToString would): the model
     without initializers, then each initializer as a fragment ModelProto{graph{initializer: t}}. Protobuf
-    merges repeated occurrences of an embedded message field, so the file parses to the same model."""
-    graph_tag = onnx.ModelProto.DESCRIPTOR.fields_by_name["graph"].number << 3 | 2
-    initializer_tag = onnx.GraphProto.DESCRIPTOR.fields_by_name["initializer"].number << 3 | 2
-    shell = onnx.ModelProto()
-    _copy_fields(model, shell, skip="graph")
-    _copy_fields(model.graph, shell.graph, skip="initializer")
+    merges repeated occurrences of an embedded message field, so the file parses to the same model.
+    Deferred tensors are written straight from their arrays (no bytes object of them is made)."""
+    progress = _Progress(Path(path), _initializer_bytes(model))
+    with open(path, "wb") as stream:
+        stream.write(_shell(model).SerializeToString())
+        for tensor in model.graph.initializer:
+            if weights is not None and Weights.pending(tensor):
+                data = weights.data(tensor)
+                head = _header(tensor).SerializeToString() + bytes([_RAW_DATA_TAG]) + _varint(data.nbytes)
+                size = len(head) + data.nbytes
+            else:
+                data, head = None, tensor.SerializeToString()
+                size = len(head)
+            inner = bytes([_INITIALIZER_TAG]) + _varint(size)
+            stream.write(bytes([_GRAPH_TAG]) + _varint(len(inner) + size) + inner)
+            stream.write(head)
+            if data is not None:
+                stream.write(data)
+            progress.add(size)
+    progress.done()
+
+
+def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None) -> None:
+    """`path` with the main graph's initializers of EXTERNAL_MIN_BYTES or more in `path`.data (offsets
+    aligned to EXTERNAL_ALIGN), each written straight from its array or raw_data; `model` is not changed."""
+    location = path.name + ".data"
+    shell = _shell(model)
+    offset = 0
+    progress = _Progress(path.parent / location, _initializer_bytes(model))
+    with open(path.parent / location, "wb") as stream:
+        for tensor in model.graph.initializer:
+            deferred = weights is not None and Weights.pending(tensor)
+            if deferred:
+                data = weights.data(tensor)
+            elif tensor.HasField("raw_data") and tensor.data_location != onnx.TensorProto.EXTERNAL:
+                data = memoryview(tensor.raw_data)
+            else:  # typed fields (float_data, ...), strings, data already external elsewhere
+                shell.graph.initializer.append(tensor)
+                continue
+            header = _header(tensor)
+            if data.nbytes < EXTERNAL_MIN_BYTES:
+                header.raw_data = data.tobytes()
+                shell.graph.initializer.append(header)
+                continue
+            padding = -offset % EXTERNAL_ALIGN
+            stream.write(bytes(padding))
+            offset += padding
+            stream.write(data)
+            header.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", location), ("offset", str(offset)), ("length", str(data.nbytes))):
+                header.external_data.add(key=key, value=value)
+            shell.graph.initializer.append(header)
+            offset += data.nbytes
+            progress.add(data.nbytes)
+    progress.done()
+    if not offset:  # no tensor large enough: no data file
+        (path.parent / location).unlink()
     with open(path, "wb") as stream:
         stream.write(shell.SerializeToString())
-        for tensor in model.graph.initializer:
-            data = tensor.SerializeToString()
-            inner = bytes([initializer_tag]) + _varint(len(data))
-            stream.write(bytes([graph_tag]) + _varint(len(inner) + len(data)) + inner)
-            stream.write(data)
 
 
-def save_model(model: onnx.ModelProto, path, *, external_data: bool = False) -> Path:
-    """Write atomically: a temporary file in the same directory, then rename over the target. Large models
-    (initializers over STREAM_BYTES) are written tensor by tensor, so saving needs no second copy of them."""
+def needs_external_data(model: onnx.ModelProto) -> bool:
+    """Whether the model's weights pass what one protobuf message holds (EXTERNAL_AUTO_BYTES)."""
+    return _initializer_bytes(model) > EXTERNAL_AUTO_BYTES
+
+
+def save_model(model: onnx.ModelProto, path, *, external_data: bool | None = None,
+               weights: Weights | None = None) -> Path:
+    """Write `model` to `path` atomically (a staging directory beside it, then renames).
+
+    external_data: True writes the weights to `path`.data beside it (ONNX external data, location relative;
+    tensors under EXTERNAL_MIN_BYTES stay in the .onnx, and no .data is written when all are that small);
+    None (default) does so only when they pass protobuf's 2 GB limit (EXTERNAL_AUTO_BYTES); False never.
+    weights: the Weights holding `model`'s deferred initializers (written straight from their arrays).
+    Large models are written tensor by tensor, so saving needs no second copy of the weights."""
     path = Path(path)
+    _check_pending(model, weights)
+    if external_data is None:
+        external_data = needs_external_data(model)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     umask = os.umask(0)
     os.umask(umask)
     try:
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
-        if not external_data and _initializer_bytes(model) > STREAM_BYTES:
-            _write_streamed(model, temporary)
+        target = staging / path.name
+        if external_data:
+            _write_external(model, target, weights)
+        elif (weights is not None and len(weights)) or _initializer_bytes(model) > STREAM_BYTES:
+            _write_streamed(model, target, weights)
         else:
-            onnx.save(model, temporary, save_as_external_data=external_data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+            onnx.save(model, str(target))
+        written = [target] + [file for file in [staging / f"{path.name}.data"] if file.exists()]
+        for file in reversed(written):  # the data first: the model never refers to a missing file
+            os.chmod(file, 0o666 & ~umask)  # (mkdtemp makes a 0700 directory; files get the usual mode)
+            os.replace(file, path.parent / file.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return path

@@ -23,7 +23,9 @@ def _load(name):
         raise
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only` (the command being run), the other subcommands' modules are not even
+    imported (some import their machinery: numpy, the conformance adapters, the benchmark options)."""
     parser = argparse.ArgumentParser(
         prog="onnx-bridge", description="OpenVINO-semantics ops in the ONNX world: run, convert, check.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -32,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name, help=argparse.SUPPRESS)  # (never parsed in this run)
+            continue
         module = _load(name)
         if module is None:
             continue
@@ -76,8 +81,15 @@ def clean_message(error) -> str:
     return "\n".join(lines) or type(error).__name__
 
 
+def _command(argv) -> str | None:
+    """The subcommand named by argv (the first argument, when it is one); None for anything else, e.g.
+    `--help` first (the full parser then lists every command)."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command(argv)).parse_args(argv)
     prefix = f"onnx-bridge {args.command}"
     try:
         return int(args._main(args) or 0)

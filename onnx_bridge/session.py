@@ -16,7 +16,10 @@ in parallel. A caller's SessionOptions is copied, never changed.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -29,7 +32,7 @@ from custom_ops._schemas import register_schemas
 from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
 
 from converters.functions import plain_dialect_nodes
-from converters.model_io import load_model, opset_of
+from converters.model_io import load_model, needs_external_data, opset_of, save_model
 from converters.passes import make_runnable
 from .config import DIALECT_OPSET, DOMAIN
 from .errors import ModelError, OpError
@@ -306,6 +309,17 @@ def session_options(user: ort.SessionOptions | None, *, python_ops: bool) -> ort
     return options
 
 
+@contextlib.contextmanager
+def _serialized(model: onnx.ModelProto):
+    """The model as bytes for onnxruntime; past protobuf's 2 GB limit, the path of a copy with external
+    data (onnxruntime has read it once the session exists)."""
+    if not needs_external_data(model):
+        yield model.SerializeToString()
+        return
+    with tempfile.TemporaryDirectory(prefix="onnx-bridge-") as directory:
+        yield str(save_model(model, Path(directory) / "model.onnx", external_data=True))
+
+
 class InferenceSession:
     """onnxruntime.InferenceSession for models with dialect nodes; same constructor and methods.
 
@@ -345,9 +359,9 @@ class InferenceSession:
         sess_options, providers, provider_options, kwargs = self._session_args
         options = session_options(sess_options, python_ops=python_ops)
         try:
-            return ort.InferenceSession(prepared.SerializeToString(), options,
-                                        providers=providers or ["CPUExecutionProvider"],
-                                        provider_options=provider_options, **kwargs)
+            with _serialized(prepared) as serialized:
+                return ort.InferenceSession(serialized, options, providers=providers or ["CPUExecutionProvider"],
+                                            provider_options=provider_options, **kwargs)
         except Exception as exc:
             raise ModelError(f"onnxruntime refused the model: {exc}") from exc
 

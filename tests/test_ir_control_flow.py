@@ -175,17 +175,17 @@ def test_control_flow_matches_openvino(case_id):
 
 
 def test_unsupported_ops_inside_bodies_are_listed():
-    """Ops nobody imports (Bucketize) inside both branches and outside: one error counting all three."""
+    """Ops nobody imports (FakeConvert) inside both branches and outside: one error counting all three."""
     x = P([4], name="x")
-    edges = c([0.0, 1.0])
+    scale = c([2.0])
     node = op.if_op(op.constant(True).output(0))
     tp, ep = P([4]), P([4])
-    then = ov.Model([op.result(op.bucketize(tp, edges))], [tp])
-    other = ov.Model([op.result(op.bucketize(ep, edges))], [ep])
+    then = ov.Model([op.result(op.fake_convert(tp, scale))], [tp])
+    other = ov.Model([op.result(op.fake_convert(ep, scale))], [ep])
     node.set_then_body(then)
     node.set_else_body(other)
     node.set_input(x.output(0), tp, ep)
     out = node.set_output(then.get_results()[0], other.get_results()[0])
-    model = ov.Model([out, op.bucketize(x, edges).output(0)], [x])
-    with pytest.raises(ConversionError, match=r"Bucketize-3 \(x3\)"):
+    model = ov.Model([out, op.fake_convert(x, scale).output(0)], [x])
+    with pytest.raises(ConversionError, match=r"FakeConvert-13 \(x3\)"):
         import_ir(model)

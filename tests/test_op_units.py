@@ -26,7 +26,6 @@ NOT_YET_OP_AGNOSTIC = {
     "onnx_bridge/conformance/cases.py": "per-op case construction, not yet moved into the units",
     "onnx_bridge/conformance/tags.py": "per-op tags, not yet moved into the units",
     "onnx_bridge/conformance/compare.py": "per-op comparison rules (the compare engineer owns comparers)",
-    "onnx_bridge/conformance/report.py": "the report's op order",
     "onnx_bridge/torch/__init__.py": "torch.onnx export of the seed ops, not yet moved into the units",
     "onnx_bridge/torch/_family.py": "torch family table, not yet moved into the units",
     "onnx_bridge/commands/convert.py": "help text naming the raised standard ops",

@@ -1,9 +1,11 @@
 """OpenVINO IR <-> ONNX.
 
-import_ir(xml_path_or_ov_model) -> onnx.ModelProto
+import_ir(xml_path_or_ov_model, defer=None) -> onnx.ModelProto
     Reads IR v10/v11 with OpenVINO's own reader and converts it op by op: the four dialect ops become
     nodes of domain org.openvinotoolkit (opset 12), the common core (supported_ops()) standard ONNX
     opset 18. Anything else stops with one ConversionError listing every unsupported op type and count.
+    defer=model_io.Weights(): large constants stay views of OpenVINO's weights until
+    model_io.save_model(model, path, weights=...) writes them (no copy of the weights in memory).
 export_ir(onnx_model, xml_path)
     Loads a dialect (or standard) ONNX model into OpenVINO, dialect nodes as native ops, and saves IR.
 to_openvino(onnx_model) -> openvino.Model
@@ -14,6 +16,7 @@ OpenVINO is an optional dependency, imported when these functions are called.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import onnx
@@ -28,16 +31,23 @@ from ._registry import supported_ops
 __all__ = ["import_ir", "export_ir", "to_openvino", "supported_ops"]
 
 
-def import_ir(model, weights=None) -> onnx.ModelProto:
-    """ONNX model of an OpenVINO IR (path of the .xml; the .bin beside it) or of an openvino.Model."""
+@functools.lru_cache(maxsize=None)
+def core():
+    """The process's one openvino.Core (creating one costs; reading models needs no per-call state)."""
+    return openvino().Core()
+
+
+def import_ir(model, weights=None, *, defer=None) -> onnx.ModelProto:
+    """ONNX model of an OpenVINO IR (path of the .xml; the .bin beside it, or `weights`) or of an
+    openvino.Model. defer: a converters.model_io.Weights keeping the large constants (see the module doc)."""
     ov = openvino()
     if isinstance(model, ov.Model):
-        return import_model(model, source=f"openvino.Model {model.get_friendly_name()!r}")
+        return import_model(model, source=f"openvino.Model {model.get_friendly_name()!r}", defer=defer)
     path = Path(model)
     if not path.is_file():
         raise ModelError(f"OpenVINO IR not found: {path}")
     try:
-        ov_model = ov.Core().read_model(str(path), None if weights is None else str(weights))
+        ov_model = core().read_model(str(path), None if weights is None else str(weights))
     except Exception as exc:
         raise ModelError(f"OpenVINO cannot read {path}: {exc}") from None
-    return import_model(ov_model, source=str(path), doc=f"imported from OpenVINO IR {path.name}")
+    return import_model(ov_model, source=str(path), doc=f"imported from OpenVINO IR {path.name}", defer=defer)

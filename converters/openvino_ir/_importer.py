@@ -17,9 +17,11 @@ from custom_ops._types import NUMPY_TO_ONNX
 from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 from custom_ops.errors import ConversionError
 
+from ..model_io import Weights
+
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
-from ._types import carried_type, constant_array, fill_tensor, onnx_type, value_info
+from ._types import MappedPages, carried_type, constant_array, fill_tensor, onnx_type, value_info
 
 
 def _unique(wanted: str, taken: set) -> str:
@@ -109,8 +111,7 @@ class Context:
         base = self.node.get_friendly_name() if self.node is not None else "graph"
         name = _unique(base if self._emitted == 0 else f"{base}/{op_type}", self.shared.node_names)
         self._emitted += 1
-        self.nodes.append(helper.make_node(op_type, list(inputs), outputs, name=name, domain=domain,
-                                           **attributes))
+        self.nodes.append(_make_node(op_type, inputs, outputs, name, domain, attributes))
         if domain == DOMAIN:
             self.shared.uses_dialect = True
         return outputs[0]
@@ -228,6 +229,35 @@ class Context:
         return self.int64(node, index)
 
 
+_ATTRIBUTE = onnx.AttributeProto
+
+
+def _make_node(op_type: str, inputs, outputs, name: str, domain: str, attributes: dict) -> onnx.NodeProto:
+    """helper.make_node, with the common attribute kinds (int, float, str, lists of ints or floats) set
+    directly: make_attribute's generic type checks cost more than the rest of an op's conversion."""
+    node = onnx.NodeProto(op_type=op_type, name=name, domain=domain)
+    node.input.extend(inputs)
+    node.output.extend(outputs)
+    for key in sorted(attributes):
+        value = attributes[key]
+        if value is None:
+            continue
+        kind = type(value)
+        if kind is int:
+            node.attribute.add(name=key, type=_ATTRIBUTE.INT, i=value)
+        elif kind is float:
+            node.attribute.add(name=key, type=_ATTRIBUTE.FLOAT, f=value)
+        elif kind is str:
+            node.attribute.add(name=key, type=_ATTRIBUTE.STRING, s=value.encode())
+        elif kind in (list, tuple) and value and all(type(v) is int for v in value):
+            node.attribute.add(name=key, type=_ATTRIBUTE.INTS, ints=value)
+        elif kind in (list, tuple) and value and all(type(v) is float for v in value):
+            node.attribute.add(name=key, type=_ATTRIBUTE.FLOATS, floats=value)
+        else:
+            node.attribute.append(helper.make_attribute(key, value))
+    return node
+
+
 def _checked_type(ov_type, where: str) -> int:
     code = onnx_type(ov_type)
     if code is None:
@@ -262,12 +292,20 @@ def _referenced(graph: onnx.GraphProto, into: set) -> set:
     return into
 
 
+#: With a Weights object, constants of more elements than this stay out of the ModelProto (graph._LIGHT_LIMIT:
+#: the lowering rules never read such a constant's value).
+DEFER_ELEMENTS = 1024
+
+
 def import_model(ov_model, *, source: str = "model", doc: str | None = None,
-                 progress: bool | None = None) -> onnx.ModelProto:
+                 progress: bool | None = None, defer: Weights | None = None) -> onnx.ModelProto:
     """ONNX of an openvino.Model; `source` names it in errors, `doc` is the model's doc_string.
 
     progress: a line on stderr now and then for long conversions (None: when stderr is a terminal or the
-    conversion takes longer than PROGRESS_AFTER seconds)."""
+    conversion takes longer than PROGRESS_AFTER seconds).
+    defer: a model_io.Weights to keep the data of constants over DEFER_ELEMENTS elements in, as views of
+    OpenVINO's weights (model_io.save_model(model, path, weights=weights) writes them straight to the file);
+    None puts every constant's bytes into the ModelProto."""
     ctx = Context()
     ctx.shared.progress = _Progress(source, progress)
     ctx.walk(ov_model)
@@ -294,19 +332,27 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
-    graph = helper.make_graph(_live(ctx.nodes, {o.name for o in outputs}),
-                              ov_model.get_friendly_name() or "openvino_model", inputs, outputs)
+    referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
+    live = _live(ctx.nodes, referenced)
     opsets = [helper.make_opsetid("", TARGET_OPSET)]
     if ctx.uses_dialect:
         opsets.append(helper.make_opsetid(DOMAIN, DIALECT_OPSET))
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION,
-                              producer_name="onnx-bridge", doc_string=doc or f"imported from {source}")
+    model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,
+                                                outputs),
+                              opset_imports=opsets, ir_version=IR_VERSION, producer_name="onnx-bridge",
+                              doc_string=doc or f"imported from {source}")
+    model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
     # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed. The others
-    # are written into the model itself (make_model copies its graph: adding them before would copy them).
-    referenced = _referenced(model.graph, set())
+    # are written straight into the model, or left to `defer` (their bytes are written by save_model).
+    mapped = MappedPages() if defer is None else None
     for name, code, array in ctx.initializers:
         if name in referenced:
-            fill_tensor(model.graph.initializer.add(), array, name, code)
+            if defer is not None and array.size > DEFER_ELEMENTS:
+                defer.defer(model.graph.initializer.add(), array, name, code)
+            else:
+                fill_tensor(model.graph.initializer.add(), array, name, code)
+                if mapped is not None:  # copied: the weights are not held twice
+                    mapped.release(array)
     return model
 
 

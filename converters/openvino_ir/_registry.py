@@ -14,6 +14,7 @@ docs/openvino_ir.md) is generated from them.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -56,8 +57,13 @@ def rule(*names: str, versions: tuple[int, ...], onnx: str = "", notes: str = ""
 def op_key(node) -> tuple[str, int | None]:
     """(type name, opset number) of an OpenVINO node; version None for non-opset (extension) ops."""
     info = node.get_type_info()
-    match = re.fullmatch(r"opset(\d+)", info.version_id or "")
-    return info.name, int(match.group(1)) if match else None
+    return info.name, _opset_number(info.version_id or "")
+
+
+@functools.lru_cache(maxsize=None)
+def _opset_number(version_id: str) -> int | None:
+    match = re.fullmatch(r"opset(\d+)", version_id)
+    return int(match.group(1)) if match else None
 
 
 def op_label(node) -> str:

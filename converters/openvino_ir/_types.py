@@ -54,27 +54,66 @@ def numpy_type(code: int) -> np.dtype:
     return ONNX_TO_NUMPY[code]
 
 
-#: Constants at least this large are read as read-only views of OpenVINO's memory (smaller ones are copied).
-VIEW_BYTES = 1 << 20
-
-
 def constant_array(constant) -> np.ndarray:
-    """The value of an OpenVINO Constant node as a numpy array of the matching dtype (read-only when large).
+    """The value of an OpenVINO Constant node as a numpy array of the matching dtype: a read-only view of
+    OpenVINO's (often memory-mapped) weights, never a copy (the array keeps the Constant alive).
 
     Constant.get_data() hands bf16 back as raw bits typed float16; reinterpret them as bfloat16.
     """
     type_name = constant.get_element_type().get_type_name()
     if type_name in CARRIED:
         return unpack_nibbles(constant.get_data(), type_name == "i4", constant.get_output_shape(0))
-    data = np.asarray(constant.get_data())
-    if data.nbytes < VIEW_BYTES:
-        data = data.copy()
-    else:  # a read-only view of OpenVINO's (often memory-mapped) weights: no copy of large constants
-        data = data.view()
-        data.flags.writeable = False
+    data = np.asarray(constant.get_data()).view()  # shaped as the output (reading the shape costs more)
+    data.flags.writeable = False
     if type_name == "bf16":
         data = data.view(np.uint16).view(BFLOAT16)
-    return data.reshape(tuple(constant.get_output_shape(0)))
+    return data
+
+
+class MappedPages:
+    """Drops the pages of read-only file mappings (OpenVINO's memory-mapped .bin) that copied constants
+    occupied from this process's resident set (madvise MADV_DONTNEED): once a constant's bytes are in the
+    ModelProto its mapped pages are not needed, and a later read of the constant faults them in again from
+    the page cache. Linux only; a no-op elsewhere or when anything about the mapping is unclear."""
+
+    PAGE = 4096
+    MADV_DONTNEED = 4
+
+    def __init__(self):
+        self.ranges: list[tuple[int, int]] = []
+        self.madvise = None
+        try:
+            import ctypes
+            import mmap
+            import sys
+
+            if not sys.platform.startswith("linux"):
+                return
+            self.PAGE = mmap.PAGESIZE
+            with open("/proc/self/maps") as maps:
+                for line in maps:
+                    fields = line.split()
+                    # read-only (no w), file-backed (a path, not [heap], [stack], ...)
+                    if len(fields) >= 6 and fields[1][1] == "-" and fields[5].startswith("/"):
+                        start, end = (int(x, 16) for x in fields[0].split("-"))
+                        self.ranges.append((start, end))
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            self.madvise = libc.madvise
+        except Exception:
+            self.ranges, self.madvise = [], None
+
+    def release(self, array: np.ndarray) -> None:
+        if self.madvise is None or array.nbytes < 4 * self.PAGE:
+            return
+        address = array.__array_interface__["data"][0]
+        end = address + array.nbytes
+        if not any(start <= address and end <= stop for start, stop in self.ranges):
+            return
+        first = -(-address // self.PAGE) * self.PAGE  # whole pages inside the array only
+        last = end // self.PAGE * self.PAGE
+        if last > first:
+            self.madvise(first, last - first, self.MADV_DONTNEED)
 
 
 def tensor_proto(array: np.ndarray, name: str, code: int) -> TensorProto:

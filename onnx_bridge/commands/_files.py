@@ -82,11 +82,20 @@ def check_input(path, what: str = "input") -> Path:
 
 def check_ir(path) -> None:
     """An .xml input must be an OpenVINO IR (<net> root); checked here because OpenVINO, failing to read
-    it as IR, tries every other frontend and prints their native log lines before its own error."""
+    it as IR, tries every other frontend and prints their native log lines before its own error. Only the
+    start of the file is parsed (up to the root element); OpenVINO reports errors further in."""
     from xml.etree import ElementTree
 
+    parser, root = ElementTree.XMLPullParser(events=("start",)), None
     try:
-        root = ElementTree.parse(path).getroot()
+        with open(path, "rb") as stream:
+            while root is None:
+                chunk = stream.read(4096)
+                if not chunk:
+                    parser.close()
+                    raise ModelError(f"{path} is not an OpenVINO IR: it holds no XML element")
+                parser.feed(chunk)
+                root = next((element for _, element in parser.read_events()), None)
     except ElementTree.ParseError as error:
         raise ModelError(f"{path} is not an OpenVINO IR: not well-formed XML ({error})") from None
     if root.tag != "net":
@@ -127,6 +136,8 @@ class _Output:
     paths: list[Path]
     #: write(staging_dir): writes the files named like `paths` into staging_dir.
     write: Callable[[Path], None]
+    #: Files it may write too (ONNX external data), moved into place before the others when written.
+    optional: list[Path] = field(default_factory=list)
 
 
 @dataclass
@@ -135,16 +146,19 @@ class Outputs:
     inputs: list = field(default_factory=list)
     _planned: list = field(default_factory=list)
 
-    def add(self, path, write: Callable[[Path], None], what: str = "output", companions=()) -> Path:
-        """Plan an output (checked now, written by commit()). `companions`: suffixes of files written with it."""
+    def add(self, path, write: Callable[[Path], None], what: str = "output", companions=(),
+            optional=()) -> Path:
+        """Plan an output (checked now, written by commit()). `companions`: suffixes of files written with it;
+        `optional`: names of files beside it that write() may or may not produce (e.g. model.onnx.data)."""
         path = Path(path)
         paths = [path] + [path.with_suffix(suffix) for suffix in companions]
-        taken = {os.path.abspath(p) for planned in self._planned for p in planned.paths}
-        for target in paths:
+        maybe = [path.parent / name for name in optional]
+        taken = {os.path.abspath(p) for planned in self._planned for p in planned.paths + planned.optional}
+        for target in paths + maybe:
             check_output(target, what, self.inputs)
             if os.path.abspath(target) in taken:
                 raise OutputPathError(f"{what} {target} is also another output of this command")
-        self._planned.append(_Output(what, paths, write))
+        self._planned.append(_Output(what, paths, write, maybe))
         return path
 
     def add_bytes(self, path, data: bytes, what: str = "output") -> Path:
@@ -170,7 +184,8 @@ class Outputs:
             umask = os.umask(0)
             os.umask(umask)
             for (staging, _), output in zip(staged, self._planned):
-                for target in output.paths:
+                written = [t for t in output.optional if (staging / t.name).is_file()]
+                for target in written + output.paths:  # external data before the model that refers to it
                     current = (output.what, target)
                     backup = None
                     if target.exists():

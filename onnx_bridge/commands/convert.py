@@ -9,7 +9,7 @@ from pathlib import Path
 
 import onnx
 
-from converters.model_io import save_model
+from converters.model_io import Weights, save_model
 from onnx_bridge.errors import ConversionError
 
 from ._files import Outputs, check_input
@@ -42,6 +42,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allow-invalid", action="store_true",
                         help="write the result even when a dialect node in it can never run (a required "
                              "input missing, an invalid attribute; exit 7 without this flag)")
+    parser.add_argument("--external-data", action="store_true",
+                        help="write the weights to OUTPUT.data beside the .onnx (ONNX external data); done "
+                             "anyway when they pass protobuf's 2 GB limit")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the OpenVINO ops (and versions) an IR may contain, what each becomes in "
                              "ONNX and what it refuses, then exit")
@@ -60,21 +63,30 @@ def main(args) -> int:
     source = check_input(args.input, "input model")
     outputs = Outputs(inputs=[source] + ([source.with_suffix(".bin")] if source.suffix.lower() == ".xml" else []))
     to_ir = args.to == "openvino-ir"
+    if to_ir and args.external_data:
+        raise ConversionError("--external-data writes ONNX external data; --to openvino-ir writes OpenVINO IR")
     if to_ir and Path(args.output).suffix.lower() != ".xml":
         raise ConversionError(f"--to openvino-ir writes OpenVINO IR: give an output ending in .xml, not {args.output}")
     converted = {}
+    # An IR converted to standard ONNX: its large constants go from OpenVINO's memory straight to the file.
+    weights = Weights() if source.suffix.lower() == ".xml" and args.to == "standard" else None
     if to_ir:
         outputs.add(args.output, lambda staging: _write_ir(converted["model"], staging / Path(args.output).name),
                     "output", companions=(".bin",))
     else:
-        outputs.add(args.output, lambda staging: save_model(converted["model"], staging / Path(args.output).name))
+        def write_onnx(staging: Path) -> None:
+            target = staging / Path(args.output).name
+            save_model(converted["model"], target, external_data=args.external_data or None, weights=weights)
+            converted["data"] = target.with_name(target.name + ".data").exists()
+
+        outputs.add(args.output, write_onnx, optional=(Path(args.output).name + ".data",))
     if args.report:
         outputs.add(args.report, lambda staging: (staging / Path(args.report).name).write_text(
             converted["report"].to_json() + "\n"), "report")
 
     try:
         model, report = convert(source, to="openvino" if to_ir else args.to, mode=args.mode, strict=args.strict,
-                                as_functions=args.as_functions)
+                                as_functions=args.as_functions, weights=weights)
     except ConversionError as error:
         if source.suffix.lower() == ".xml":  # the importer lists every unsupported op and configuration
             raise RefusedModelError(f"refused: {error}") from None
@@ -91,7 +103,11 @@ def main(args) -> int:
     outputs.commit()
     for line in invalid:
         print(f"warning: written with a node that can never run: {line}")
-    print(f"wrote {args.output}" + (f" and {Path(args.output).with_suffix('.bin')}" if to_ir else ""))
+    if to_ir:
+        companion = f" and {Path(args.output).with_suffix('.bin')}"
+    else:
+        companion = f" and {args.output}.data" if converted.get("data") else ""
+    print(f"wrote {args.output}{companion}")
     return 0
 
 

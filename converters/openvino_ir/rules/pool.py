@@ -122,15 +122,14 @@ def max_pool(ctx, node):
             "the divisor is the whole kernel, also for a ceil window running past the padding (OpenVINO's "
             "behaviour; ONNX's extended end pad counts the same), except with no padding at all, where "
             "OpenVINO divides by what the window covers (count_include_pad=0); f16 is averaged in f32",
-      refuses=_POOL_REFUSES + ("AvgPool-16 with dilations: ONNX AveragePool has them from opset 19",
+      refuses=_POOL_REFUSES + ("AvgPool-16 with dilations on dynamic spatial dims: the dilated windows are a "
+                               "convolution whose divisors are computed at import",
                                "exclude-pad=false, ceil rounding, strides > 1 and dynamic spatial dims: "
                                "onnxruntime divides a window past the end pad by what it covers"))
 def avg_pool(ctx, node):
     require_type(ctx, node, FLOATS, "AveragePool")
     attributes = node.get_attributes()
     w = window(attributes, list(attributes["kernel"]))
-    if any(d != 1 for d in w.dilations):
-        raise Unsupported("dilations (ONNX AveragePool has them only from opset 19)")
     exclude = bool(attributes.get("exclude-pad", attributes.get("exclude_pad", False)))
     rounding = str(attributes.get("rounding_type", "floor")).lower()
     if w.auto_pad == "valid" or (w.auto_pad == "explicit" and not any(w.pads_begin + w.pads_end)):
@@ -141,18 +140,102 @@ def avg_pool(ctx, node):
     code = ctx.elem(node, 0)
     if code == TensorProto.FLOAT16:
         x = ctx.emit("Cast", [x], to=TensorProto.FLOAT)
-    pooled = ctx.emit("AveragePool", [x], kernel_shape=w.kernel, strides=w.strides,
-                      count_include_pad=0 if exclude else 1, **_pads(node, w, rounding, not exclude))
+    if any(d != 1 for d in w.dilations):
+        pooled = _dilated_average(ctx, node, x, w, rounding, exclude)
+    else:
+        pooled = ctx.emit("AveragePool", [x], kernel_shape=w.kernel, strides=w.strides,
+                          count_include_pad=0 if exclude else 1, **_pads(node, w, rounding, not exclude))
     if code == TensorProto.FLOAT16:
         pooled = ctx.emit("Cast", [pooled], to=code)
     ctx.emit("Identity", [pooled], [ctx.out(node)])
 
 
-def _adaptive_sizes(ctx, node) -> tuple[list[int], list[int]]:
+def _dilated_average(ctx, node, x: str, w, rounding: str, exclude: bool) -> str:
+    """AvgPool-16 with dilations (ONNX AveragePool has them from opset 19): the window sums as a convolution
+    of every channel with a kernel of ones (channels folded into the batch), divided by each window's count:
+    exclude-pad, the input pixels its taps cover (computed at import from the static geometry); else the
+    whole kernel, as OpenVINO divides without dilations."""
+    sizes, outputs = static_spatial(node), static_output_spatial(node)
+    if sizes is None or outputs is None or rounding not in _ROUNDING:
+        raise Unsupported("dilations need static spatial dims (the divisors are computed at import)")
+    begin = pads_begin(w, sizes, outputs)
+    end = floor_end_pads(sizes, outputs, begin, w)
+    if ctx.elem(node, 0) == TensorProto.DOUBLE:
+        raise Unsupported("dilations on f64 data (onnxruntime's Conv takes no f64)")
+    dtype = np.float32
+    if exclude:
+        real = np.zeros([s + b + e for s, b, e in zip(sizes, begin, end)])
+        real[tuple(slice(b, b + s) for b, s in zip(begin, sizes))] = 1
+        counts = _window_sums(real, w, outputs)
+    else:
+        counts = np.full(outputs, float(np.prod(w.kernel)))
+    shape = ctx.emit("Shape", [x])
+    folded = ctx.emit("Reshape", [x, ctx.const(np.array([-1, 1] + sizes, np.int64), "folded")])
+    sums = ctx.emit("Conv", [folded, ctx.const(np.ones([1, 1] + w.kernel, dtype), "ones")], kernel_shape=w.kernel,
+                    strides=w.strides, dilations=w.dilations, pads=begin + end)
+    leading = ctx.emit("Slice", [shape, ctx.const(np.array([0], np.int64), "start"),
+                                 ctx.const(np.array([2], np.int64), "stop")])
+    unfolded = ctx.emit("Reshape", [sums, ctx.emit("Concat", [leading, ctx.const(np.array(outputs, np.int64),
+                                                                                 "spatial")], axis=0)])
+    return ctx.emit("Div", [unfolded, ctx.const(counts.astype(dtype), "counts")])
+
+
+def _window_sums(mask: np.ndarray, w, outputs) -> np.ndarray:
+    """Per output window, the sum of `mask` (padded input geometry) over the window's dilated taps."""
+    grids = np.meshgrid(*[np.arange(o) * s for o, s in zip(outputs, w.strides)], indexing="ij")
+    total = np.zeros(outputs)
+    for taps in np.ndindex(*w.kernel):
+        at = tuple(g + t * d for g, t, d in zip(grids, taps, w.dilations))
+        total += mask[at]
+    return total
+
+
+def _adaptive_sizes(ctx, node) -> tuple[list[int], list[int]] | None:
+    """Static spatial sizes of input and output, or None (bins computed at run time)."""
     sizes, outputs = static_spatial(node), static_output_spatial(node)
     if sizes is None or outputs is None:
-        raise Unsupported("needs static spatial dims of input and output (the bins depend on them)")
+        return None
     return sizes, outputs
+
+
+def _adaptive_dynamic(ctx, node, x: str, reduce: str) -> str:
+    """Bins computed at run time, one spatial axis after the other: for bin i of o over H pixels, the indices
+    start_i + j (j < the longest bin, clamped to the bin's last pixel) gathered, then reduced over j (mean:
+    the clamped repeats masked out, divided by the bin's length)."""
+    rank = ctx.rank(node, 0)
+    if rank is None:
+        raise Unsupported("data of dynamic rank")
+    sizes = ctx.int64_vector(node, 1)
+    const = lambda v, hint: ctx.const(np.array(v, np.int64), hint)  # noqa: E731
+    zero, one = const(0, "zero"), const(1, "one")
+    for k, axis in enumerate(range(2, rank)):
+        size = ctx.emit("Gather", [ctx.emit("Shape", [x]), const(axis, "axis")], axis=0)  # scalars (static rank)
+        out = ctx.emit("Gather", [sizes, const(k, "index")], axis=0)
+        bins = ctx.emit("Range", [zero, out, one])
+        starts = ctx.emit("Div", [ctx.emit("Mul", [bins, size]), out])  # floor(i * H / o)
+        ends = ctx.emit("Div", [ctx.emit("Sub", [ctx.emit("Add", [ctx.emit("Mul", [ctx.emit("Add", [bins, one]), size]),
+                                                                  out]), one]), out])  # ceil((i + 1) * H / o)
+        lengths = ctx.emit("Sub", [ends, starts])
+        offsets = ctx.emit("Range", [zero, ctx.emit("ReduceMax", [lengths], keepdims=0), one])
+        column = const([1], "axes")
+        taps = ctx.emit("Add", [ctx.emit("Unsqueeze", [starts, column]), offsets])  # [o, L]
+        last = ctx.emit("Sub", [ctx.emit("Unsqueeze", [ends, column]), one])
+        gathered = ctx.emit("Gather", [x, ctx.emit("Min", [taps, last])], axis=axis)  # [.., o, L, ..]
+        trailing = rank - axis - 1
+        if reduce == "ReduceMax":
+            x = ctx.emit("ReduceMax", [gathered, const([axis + 1], "axes")], keepdims=0)
+            continue
+        valid = ctx.emit("LessOrEqual", [taps, last])
+        if trailing:
+            valid = ctx.emit("Unsqueeze", [valid, const(list(range(2, 2 + trailing)), "axes")])
+        zeros = ctx.emit("CastLike", [ctx.const(np.array(0, np.float32), "zero_value"), x])
+        summed = ctx.emit("ReduceSum", [ctx.emit("Where", [valid, gathered, zeros]), const([axis + 1], "axes")],
+                          keepdims=0)
+        counts = ctx.emit("CastLike", [lengths, x])
+        if trailing:
+            counts = ctx.emit("Unsqueeze", [counts, const(list(range(1, 1 + trailing)), "axes")])
+        x = ctx.emit("Div", [summed, counts])
+    return x
 
 
 def _adaptive_separable(ctx, node, x: str, reduce: str, sizes, outputs) -> str:
@@ -174,16 +257,20 @@ def _adaptive_separable(ctx, node, x: str, reduce: str, sizes, outputs) -> str:
 
 @rule("AdaptiveAvgPool", versions=(8,), onnx="GlobalAveragePool, AveragePool, or Slice+ReduceMean+Concat",
       notes="bins [floor(i*H/o), ceil((i+1)*H/o)) as OpenVINO; equal bins as one AveragePool, others per "
-            "axis",
-      refuses=("dynamic spatial dims of input or output, unless the output is 1x..x1 (GlobalAveragePool): the "
-               "bins depend on them",))
+            "axis; dynamic spatial dims (or a computed output_shape): bins computed at run time (Gather of "
+            "each bin's pixels padded to the longest bin, masked ReduceSum / length)",
+      refuses=("data of dynamic rank with dynamic spatial dims",))
 def adaptive_avg_pool(ctx, node):
     require_type(ctx, node, FLOATS, "AveragePool")
     x = ctx.inp(node, 0)
     if _global(ctx, node):
         ctx.emit("GlobalAveragePool", [x], [ctx.out(node)])
         return
-    sizes, outputs = _adaptive_sizes(ctx, node)
+    static = _adaptive_sizes(ctx, node)
+    if static is None:
+        ctx.emit("Identity", [_adaptive_dynamic(ctx, node, x, "ReduceMean")], [ctx.out(node)])
+        return
+    sizes, outputs = static
     if all(s % o == 0 for s, o in zip(sizes, outputs)):
         kernel = [s // o for s, o in zip(sizes, outputs)]
         ctx.emit("AveragePool", [x], [ctx.out(node)], kernel_shape=kernel, strides=kernel)
@@ -199,9 +286,10 @@ def _global(ctx, node) -> bool:
 
 @rule("AdaptiveMaxPool", versions=(8,), onnx="MaxPool (+ Mod, Cast), or Slice+ReduceMax+Concat",
       notes="bins as AdaptiveAvgPool; indices (flat over the spatial dims) from MaxPool when the bins are "
-            "equal",
-      refuses=("dynamic spatial dims of input or output (unless 1x..x1 without indices: GlobalMaxPool)",
-               "the indices output, used, with unequal bins"))
+            "equal; dynamic spatial dims: bins computed at run time (Gather of each bin's pixels, the shorter "
+            "bins repeating their last pixel, ReduceMax)",
+      refuses=("the indices output, used, with unequal bins or dynamic spatial dims",
+               "data of dynamic rank with dynamic spatial dims"))
 def adaptive_max_pool(ctx, node):
     require_type(ctx, node, _MAX_POOL_TYPES, "MaxPool")
     x = ctx.inp(node, 0)
@@ -209,7 +297,13 @@ def adaptive_max_pool(ctx, node):
     if _global(ctx, node) and not _used(node, 1):
         ctx.emit("GlobalMaxPool", [x], [ctx.out(node)])
         return
-    sizes, outputs = _adaptive_sizes(ctx, node)
+    static = _adaptive_sizes(ctx, node)
+    if static is None:
+        if _used(node, 1):
+            raise Unsupported("the indices output with dynamic spatial dims")
+        ctx.emit("Identity", [_adaptive_dynamic(ctx, node, x, "ReduceMax")], [ctx.out(node)])
+        return
+    sizes, outputs = static
     if all(s % o == 0 for s, o in zip(sizes, outputs)):
         kernel = [s // o for s, o in zip(sizes, outputs)]
         indices = ctx.temp("indices")

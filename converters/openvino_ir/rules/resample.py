@@ -21,7 +21,7 @@ _NEAREST = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
 _REFUSES = (
     "antialias=true when downscaling (or when the scale is not a Constant): OpenVINO's antialiasing filter "
     "differs from ONNX Resize's (measured: up to 1.0 apart on unit-normal data)",
-    "modes bilinear_pillow / bicubic_pillow: Pillow's resampling has no ONNX equivalent",
+    "bilinear_pillow / bicubic_pillow on integer data, or with scales and dynamic output sizes",
     "nearest_mode simple: no ONNX equivalent",
     "a computed axes input: Resize takes axes as an attribute",
     "integer data with linear or cubic modes: how the interpolated value is rounded is not specified alike",
@@ -64,8 +64,36 @@ def _known_length(ctx, node, index: int, name: str, axes) -> str:
     return ctx.emit("Reshape", [name, ctx.const(np.array([length], np.int64), "length")])
 
 
+#: Pillow modes (Interpolate-11) -> ONNX Resize mode; Pillow's filters are ONNX's antialiased linear / cubic
+#: (a = -0.5, exclude_outside) at half_pixel coordinates. OpenVINO ignores coordinate_transformation_mode,
+#: antialias and cube_coeff for them (measured).
+_PILLOW = {"bilinear_pillow": "linear", "bicubic_pillow": "cubic"}
+
+
 def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, axes_index: int) -> None:
     mode = str(attributes["mode"]).lower()
+    if mode in _PILLOW:
+        if ctx.elem(node, 0) not in FLOAT_CODES:
+            raise Unsupported(f"mode={mode!r} on integer data (rounding of interpolated values differs)")
+        attributes = dict(attributes, coordinate_transformation_mode="half_pixel", cube_coeff=-0.5)
+        axes = _axes(ctx, node, axes_index)
+        if str(attributes["shape_calculation_mode"]).lower() == "scales":
+            # Pillow's filter scale is output / input size, which ONNX Resize uses only when given sizes
+            shape = node.get_output_partial_shape(0)
+            rank = shape.rank.get_length() if shape.rank.is_static else None
+            resized = range(rank) if axes is None and rank is not None else [a % rank for a in axes or []]
+            if rank is None or any(shape[a].is_dynamic for a in resized):
+                raise Unsupported(f"mode={mode!r} with scales needs static output sizes (Pillow scales by "
+                                  "output / input size)")
+            sizes = ctx.const(np.array([shape[a].get_length() for a in resized], np.int64), "sizes")
+            data = _padded(ctx, node, attributes)
+            ctx.emit("Resize", [data, "", "", sizes], [ctx.out(node)], mode=_PILLOW[mode], antialias=1,
+                     exclude_outside=1, cubic_coeff_a=-0.5, coordinate_transformation_mode="half_pixel",
+                     **(dict(axes=list(resized)) if axes is not None else {}))
+            return
+        _emit_resize(ctx, node, attributes, sizes_index, scales_index, axes,
+                     dict(mode=_PILLOW[mode], antialias=1, exclude_outside=1))
+        return
     if mode not in _MODES:
         raise Unsupported(f"mode={mode!r} has no exactly equivalent ONNX Resize mode")
     coordinates = str(attributes["coordinate_transformation_mode"]).lower()
@@ -82,6 +110,12 @@ def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, ax
                                                                                     sizes_index, scales_index):
         raise Unsupported("antialias=true when downscaling (or with computed scales): OpenVINO's "
                           "antialiasing differs from ONNX Resize's")
+    _emit_resize(ctx, node, attributes, sizes_index, scales_index, axes,
+                 dict(mode=_MODES[mode], exclude_outside=0))  # antialias stays 0: it does nothing when upscaling
+
+
+def _padded(ctx, node, attributes: dict) -> str:
+    """Input 0 with pads_begin/pads_end of zeros (a Pad), or as it is."""
     data = ctx.inp(node, 0)
     begin = [int(p) for p in attributes.get("pads_begin", [])]
     end = [int(p) for p in attributes.get("pads_end", [])]
@@ -93,6 +127,13 @@ def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, ax
         if min(begin + end) < 0:
             raise Unsupported("negative pads")
         data = ctx.emit("Pad", [data, ctx.const(np.array(begin + end, np.int64), "pads")], mode="constant")
+    return data
+
+
+def _emit_resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, axes, options: dict) -> None:
+    """Pad (pads_begin/end) + Resize with OpenVINO's coordinates, nearest mode and cubic coefficient."""
+    by_sizes = str(attributes["shape_calculation_mode"]).lower() == "sizes"
+    data = _padded(ctx, node, attributes)
     extra = dict(axes=axes) if axes is not None else {}
     if by_sizes:
         inputs = [data, "", "", _known_length(ctx, node, sizes_index, ctx.int64_vector(node, sizes_index), axes)]
@@ -101,15 +142,18 @@ def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, ax
         if ctx.elem(node, scales_index) != TensorProto.FLOAT:  # Resize takes f32 scales
             scales = ctx.emit("Cast", [scales], to=TensorProto.FLOAT)
         inputs = [data, "", _known_length(ctx, node, scales_index, scales, axes)]
-    ctx.emit("Resize", inputs, [ctx.out(node)], mode=_MODES[mode], coordinate_transformation_mode=coordinates,
-             nearest_mode=nearest, cubic_coeff_a=float(attributes.get("cube_coeff", -0.75)),
-             exclude_outside=0, **extra)  # antialias stays 0: it does nothing when upscaling
+    ctx.emit("Resize", inputs, [ctx.out(node)],
+             coordinate_transformation_mode=str(attributes["coordinate_transformation_mode"]).lower(),
+             nearest_mode=str(attributes["nearest_mode"]).lower(),
+             cubic_coeff_a=float(attributes.get("cube_coeff", -0.75)), **options, **extra)
 
 
 _NOTES = ("modes nearest, linear and linear_onnx -> linear (the same without antialiasing), cubic "
           "(cubic_coeff_a = cube_coeff); coordinate_transformation_mode and nearest_mode (round_prefer_floor/ceil, "
           "floor, ceil) by name; antialias accepted only when upscaling (a no-op there); shape_calculation_mode "
-          "sizes -> sizes, scales -> scales; pads_begin/end -> a zero Pad before; axes -> the axes attribute")
+          "sizes -> sizes, scales -> scales; pads_begin/end -> a zero Pad before; axes -> the axes attribute. "
+          "Interpolate-11 bilinear_pillow / bicubic_pillow: Resize linear / cubic (a = -0.5) with antialias and "
+          "exclude_outside at half_pixel (Pillow's filters; OpenVINO ignores the other attributes for them)")
 
 
 @rule("Interpolate", versions=(4,), onnx="Resize (+ Pad)", notes=_NOTES, refuses=_REFUSES)

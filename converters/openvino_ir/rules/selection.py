@@ -16,14 +16,18 @@ from .._registry import Unsupported, rule
       notes="mode max/min -> largest 1/0; sort value: ONNX order (descending for max, ascending for min); "
             "sort index: the k selected reordered by ascending index. Among equal values ONNX takes the "
             "lower index first, which is TopK-11's stable=true and what OpenVINO's CPU plugin does for "
-            "every version",
-      refuses=("sort=none: OpenVINO leaves the order unspecified",))
+            "every version. sort none: OpenVINO leaves the order unspecified; its CPU plugin gives the value "
+            "order (observed for every version, mode, static and dynamic shapes), which the import makes "
+            "explicit; among equal values the CPU plugin then picks other indices than the lowest (the spec "
+            "allows either): values agree, indices may name another of equal elements")
 def topk(ctx, node):
     attributes = node.get_attributes()
     axis = int(attributes["axis"])
     mode, sort = str(attributes["mode"]).lower(), str(attributes["sort"]).lower()
+    if sort == "none":  # unspecified order: the value order, as OpenVINO's CPU plugin gives it
+        sort = "value"
     if sort not in ("value", "index"):
-        raise Unsupported(f"sort={sort!r}: OpenVINO leaves the order of the k elements unspecified")
+        raise Unsupported(f"sort={sort!r}")
     k = ctx.int64_vector(node, 1)
     code = ctx.out_elem(node, 1)
     by_value = sort == "value"
@@ -87,7 +91,7 @@ def _optional_scalar(ctx, node, index: int, default, dtype, hint: str) -> str:
     return ctx.const(np.array(default, {TensorProto.INT64: np.int64, TensorProto.FLOAT: np.float32}[dtype]), hint)
 
 
-@rule("NonMaxSuppression", versions=(5, 9),
+@rule("NonMaxSuppression", versions=(1, 3, 4, 5, 9),
       onnx="NonMaxSuppression, GatherND (+ TopK, Gather for sort_result_descending), Concat, Shape, Cast",
       notes="OpenVINO infers a dynamic [..N, 3] output for v5 and v9 alike and its CPU plugin outputs exactly "
             "the selected boxes ([num_selected, 3], no -1 padding), in "
@@ -96,7 +100,10 @@ def _optional_scalar(ctx, node, index: int, default, dtype, hint: str) -> str:
             "scores. selected_scores = (batch, class, score) as floats, valid_outputs = [num_selected]. "
             "box_encoding center is center_point_box=1; absent inputs take OpenVINO's defaults (0). "
             "OpenVINO suppresses at IoU >= iou_threshold, ONNX at IoU > it: the threshold becomes the f32 "
-            "just below (at <= 0: one box per class, as OpenVINO then suppresses even disjoint boxes)",
+            "just below (at <= 0: one box per class, as OpenVINO then suppresses even disjoint boxes). "
+            "NMS-1/3/4 select and order alike (one output): the selected rows only, as OpenVINO's CPU plugin "
+            "gives them also where the spec pads with -1 rows and its shape inference says more (or, for "
+            "NMS-1/3, fewer) rows",
       refuses=("a computed iou_threshold: the >= to > conversion needs its value",
                "soft_nms_sigma other than a Constant 0: ONNX NonMaxSuppression has no soft NMS",
                "boxes other than f32: ONNX NonMaxSuppression takes float only"))
@@ -135,6 +142,8 @@ def non_max_suppression(ctx, node):
         selected = ctx.emit("Gather", [selected, order], axis=0)
     code = ctx.out_elem(node, 0)
     ctx.emit("Cast", [selected], [ctx.out(node, 0)], to=code)
+    if node.get_output_size() == 1:
+        return
     batch_class = ctx.emit("Cast", [ctx.emit("Slice", [selected, ctx.const(np.array([0], np.int64), "start"),
                                                        ctx.const(np.array([2], np.int64), "end"),
                                                        ctx.const(np.array([1], np.int64), "axis")])],

@@ -7,7 +7,7 @@ be Constants in the OpenVINO model, or the import says so.
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 from .._registry import Unsupported, rule
 from .._types import INTEGER_CODES
@@ -126,14 +126,34 @@ def shape_of(ctx, node):
 
 
 @rule("Squeeze", versions=(1, 15),
-      onnx="Squeeze",
-      notes="scalar axes become 1-D",
-      refuses=("allow_axis_skip=true",))
+      onnx="Squeeze; allow_axis_skip: Shape + Compress + Reshape",
+      notes="scalar axes become 1-D. Squeeze-15 allow_axis_skip=true: a selected axis whose dim is not 1 stays; "
+            "decided at import for static dims, at run time (the shape without the selected 1s) otherwise",
+      refuses=("allow_axis_skip=true with computed axes or data of dynamic rank",))
 def squeeze(ctx, node):
-    if node.get_attributes().get("allow_axis_skip", False):
-        raise Unsupported("allow_axis_skip=true")
+    if node.get_attributes().get("allow_axis_skip", False) and node.get_input_size() > 1:
+        _squeeze_skipping(ctx, node)
+        return
     inputs = [ctx.inp(node, 0)] + ([ctx.int64_vector(node, 1)] if node.get_input_size() > 1 else [])
     ctx.emit("Squeeze", inputs, [ctx.out(node)])
+
+
+def _squeeze_skipping(ctx, node):
+    rank = static_rank(ctx, node)
+    axes = sorted({int(a) % rank for a in constant_input(ctx, node, 1, "axes").reshape(-1)}) if rank else []
+    shape = node.get_input_partial_shape(0)
+    if all(shape[a].is_static for a in axes):  # known at import: squeeze the 1s only
+        ones = [a for a in axes if shape[a].get_length() == 1]
+        if ones:
+            ctx.emit("Squeeze", [ctx.inp(node, 0), ctx.const(np.array(ones, np.int64), "axes")], [ctx.out(node)])
+        else:
+            ctx.emit("Identity", [ctx.inp(node, 0)], [ctx.out(node)])
+        return
+    dims = ctx.emit("Shape", [ctx.inp(node, 0)])
+    selected = ctx.const(np.isin(np.arange(rank), axes), "selected")
+    drop = ctx.emit("And", [selected, ctx.emit("Equal", [dims, ctx.const(np.array(1, np.int64), "one")])])
+    kept = ctx.emit("Compress", [dims, ctx.emit("Not", [drop])], axis=0)
+    ctx.emit("Reshape", [ctx.inp(node, 0), kept], [ctx.out(node)], allowzero=1)
 
 
 @rule("Unsqueeze", versions=(1,),
@@ -238,8 +258,10 @@ def _mask(attributes, name: str, length: int) -> list[int]:
 
 
 @rule("StridedSlice", versions=(1,),
-      onnx="Slice (+ Squeeze for shrink_axis_mask)",
-      refuses=("begin/end/stride not Constants", "new_axis_mask, ellipsis_mask"))
+      onnx="Slice (+ Squeeze for shrink_axis_mask, Unsqueeze for new_axis_mask)",
+      notes="the slice spec is resolved at import: ellipsis_mask expands to full slices of the dims it stands "
+            "for, new_axis_mask inserts dims of 1 (Unsqueeze after the Slice), shrink_axis_mask takes one element",
+      refuses=("begin/end/stride not Constants", "new_axis_mask or ellipsis_mask on data of dynamic rank"))
 def strided_slice(ctx, node):
     attributes = node.get_attributes()
     begin = constant_input(ctx, node, 1, "begin").reshape(-1).astype(np.int64)
@@ -247,29 +269,62 @@ def strided_slice(ctx, node):
     stride = (constant_input(ctx, node, 3, "stride").reshape(-1).astype(np.int64)
               if node.get_input_size() > 3 else np.ones_like(begin))
     n = begin.size
-    if any(any(_mask(attributes, name, n)) for name in ("new_axis_mask", "ellipsis_mask")):
-        raise Unsupported("new_axis_mask / ellipsis_mask")
     begin_mask, end_mask = _mask(attributes, "begin_mask", n), _mask(attributes, "end_mask", n)
     shrink = _mask(attributes, "shrink_axis_mask", n)
-    starts, ends, steps = [], [], []
+    new_axis, ellipsis = _mask(attributes, "new_axis_mask", n), _mask(attributes, "ellipsis_mask", n)
+    if any(new_axis) or any(ellipsis):
+        rank = ctx.rank(node, 0)
+        if rank is None:
+            raise Unsupported("new_axis_mask / ellipsis_mask need data of static rank")
+    else:
+        rank = n
+    # Resolve the spec into one entry per input dim (ellipsis: full slices; the first one only, as OpenVINO)
+    # and the output positions of the new axes.
+    consumed = sum(1 for i in range(n) if not new_axis[i] and not ellipsis[i])
+    axes, starts, ends, steps, squeezed, inserted = [], [], [], [], [], []
+    dim = out = 0
+    seen_ellipsis = False
     for i in range(n):
+        if ellipsis[i] and not seen_ellipsis:
+            seen_ellipsis = True
+            count = max(rank - consumed, 0)
+            dim, out = dim + count, out + count  # full slices: nothing to emit
+            continue
+        if ellipsis[i]:
+            continue
+        if new_axis[i]:
+            inserted.append(out)
+            out += 1
+            continue
         step = int(stride[i])
         if shrink[i]:  # take the single element at begin[i]
             b = int(begin[i])
-            starts.append(b), ends.append(INT64_MAX if b == -1 else b + 1), steps.append(1)
+            axes.append(dim), starts.append(b), ends.append(INT64_MAX if b == -1 else b + 1), steps.append(1)
+            squeezed.append(dim)
+            dim += 1
             continue
         # A set mask bit means "ignore begin/end: run to that end of the dim" (OpenVINO StridedSlice-1).
+        axes.append(dim)
         starts.append((0 if step > 0 else INT64_MAX) if begin_mask[i] else int(begin[i]))
         ends.append((INT64_MAX if step > 0 else INT64_MIN) if end_mask[i] else int(end[i]))
         steps.append(step)
-    axes = np.arange(n, dtype=np.int64)
-    sliced = ctx.emit("Slice", [ctx.inp(node, 0), ctx.const(np.array(starts, np.int64), "starts"),
-                                ctx.const(np.array(ends, np.int64), "ends"), ctx.const(axes, "axes"),
-                                ctx.const(np.array(steps, np.int64), "steps")],
-                      None if any(shrink) else [ctx.out(node)])
-    if any(shrink):
-        squeeze_axes = np.array([i for i in range(n) if shrink[i]], np.int64)
-        ctx.emit("Squeeze", [sliced, ctx.const(squeeze_axes, "axes")], [ctx.out(node)])
+        dim, out = dim + 1, out + 1
+    value = ctx.inp(node, 0)
+    last = [("slice", bool(axes)), ("squeeze", bool(squeezed)), ("unsqueeze", bool(inserted))]
+    final = max((k for k, (_, used) in enumerate(last) if used), default=-1)
+    if final < 0:
+        ctx.emit("Identity", [value], [ctx.out(node)])
+        return
+    target = lambda k: [ctx.out(node)] if k == final else None  # noqa: E731
+    if axes:
+        value = ctx.emit("Slice", [value, ctx.const(np.array(starts, np.int64), "starts"),
+                                   ctx.const(np.array(ends, np.int64), "ends"),
+                                   ctx.const(np.array(axes, np.int64), "axes"),
+                                   ctx.const(np.array(steps, np.int64), "steps")], target(0))
+    if squeezed:
+        value = ctx.emit("Squeeze", [value, ctx.const(np.array(squeezed, np.int64), "axes")], target(1))
+    if inserted:
+        ctx.emit("Unsqueeze", [value, ctx.const(np.array(inserted, np.int64), "axes")], target(2))
 
 
 @rule("Split", versions=(1,), onnx="Split (num_outputs)",
@@ -324,16 +379,24 @@ def non_zero(ctx, node):
         ctx.emit("Cast", [ctx.emit("NonZero", [ctx.inp(node, 0)])], [ctx.out(node)], to=code)
 
 
-_ND_REDUCTIONS = {"none": "none", "sum": "add", "prod": "mul", "min": "min", "max": "max"}
+_ND_REDUCTIONS = {"none": "none", "sum": "add", "prod": "mul", "min": "min", "max": "max", "sub": "add"}
 
 
 @rule("ScatterNDUpdate", versions=(4, 15),
-      onnx="ScatterND",
-      notes="ScatterNDUpdate-3 is recorded as opset4; reductions none/sum/prod/min/max",
-      refuses=("reduction sub",))  # ScatterNDUpdate-3 is recorded as opset4
+      onnx="ScatterND (sub: reduction add of 0 - updates)",
+      notes="ScatterNDUpdate-3 is recorded as opset4; reductions none/sum/prod/min/max, and sub as the addition "
+            "of the negated updates (exact: IEEE a - b == a + (-b), integers wrap alike)",
+      refuses=("reduction sub on boolean data",))  # ScatterNDUpdate-3 is recorded as opset4
 def scatter_nd_update(ctx, node):
     reduction = str(node.get_attributes().get("reduction", "none")).lower()
     if reduction not in _ND_REDUCTIONS:
         raise Unsupported(f"reduction={reduction!r} (ONNX ScatterND: none, sum, prod, min, max)")
-    ctx.emit("ScatterND", [ctx.inp(node, 0), ctx.int64(node, 1), ctx.inp(node, 2)], [ctx.out(node)],
+    updates = ctx.inp(node, 2)
+    if reduction == "sub":
+        code = ctx.elem(node, 2)
+        if code == TensorProto.BOOL:
+            raise Unsupported("reduction sub on boolean data")
+        zero = ctx.const(np.zeros((), helper.tensor_dtype_to_np_dtype(code)), "zero")
+        updates = ctx.emit("Sub", [zero, updates])
+    ctx.emit("ScatterND", [ctx.inp(node, 0), ctx.int64(node, 1), updates], [ctx.out(node)],
              reduction=_ND_REDUCTIONS[reduction])
