@@ -251,6 +251,13 @@ def _output_shapes(inputs: dict, attributes: dict) -> list:
     return [(rows, 5), (rows,)]
 
 
+def _refuse(inputs: dict, attributes: dict) -> None:
+    """OpenVINO's CPU plugin crashes the process below 8 proposals: refused before it runs."""
+    if _proposals(inputs, {**DEFAULTS, **attributes}) < 8:
+        raise OpError(OP, "inputs", "fewer than 8 proposals crash OpenVINO's CPU plugin: refused before OpenVINO",
+                      value=_proposals(inputs, {**DEFAULTS, **attributes}), allowed=">= 8")
+
+
 def _proposals(inputs, attributes) -> int:
     shape = np.shape(inputs["class_probs"])
     return min(attributes["pre_nms_topn"], shape[1] // 2 * shape[2] * shape[3])
@@ -299,7 +306,7 @@ UNIT = DialectUnit(
                   {"T": TYPES}, _kernel_v4, doc="Faster R-CNN region proposals: anchors, deltas, NMS.",
                   infer=_infer),),
     openvino=OpenVINO(
-        "Proposal", versions=(4,), factory=native("opset4", "Proposal"),
+        "Proposal", versions=(4,), factory=native("opset4", "Proposal"), refuse=_refuse,
         attributes=maps("int", "base_size", "pre_nms_topn", "post_nms_topn", "feat_stride", "min_size")
         + maps("float", "nms_thresh", "box_size_scale", "box_coordinate_scale") + maps("floats", "ratio", "scale")
         + bool_map("clip_before_nms", "clip_after_nms", "normalize") + maps("lower", "framework"),
