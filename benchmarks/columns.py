@@ -213,7 +213,7 @@ def numpy_column(case, inputs) -> Runner:
         if reduction == "mean":
             raise NotApplicable("no numpy idiom for a scatter mean")
         ufunc = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum}.get(reduction)
-        from custom_ops.scatter_elements_update import neutral_value
+        from custom_ops.ops.scatter.scatter_elements_update import neutral_value
         neutral = neutral_value(reduction, data.dtype) if ufunc and not a.get("use_init_val", 1) else None
 
         def run():

@@ -83,12 +83,11 @@ def _label(node: onnx.NodeProto, version: int) -> str:
         value = helper.get_attribute_value(attribute)
         given[attribute.name] = value.decode() if isinstance(value, bytes) else value
     values = spec.attribute_values(given)
-    short = {"use_init_val": "init", "keep_dims": "keep", "index_element_type": "index",
-             "count_element_type": "count"}
+    short = {a.name: a.short or a.name for a in spec.attributes}
     parts = [f"v{spec.since_version}"]
     for name in sorted(values):
         value = values[name]
-        parts.append(f"{short.get(name, name)}{value}" if isinstance(value, int) else str(value))
+        parts.append(f"{short[name]}{value}" if isinstance(value, int) else str(value))
     return "_".join(parts)
 
 

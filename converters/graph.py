@@ -61,8 +61,8 @@ def infer(model: onnx.ModelProto) -> onnx.ModelProto:
         # data_prop=False: data propagation can take seconds on big static shapes (measured: 0.4 s for a
         # Reshape of a 1M-element input), and types are what the rules need.
         return onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=False)
-    except Exception:  # inference helps, it is not required: rules keep nodes whose types stay unknown
-        return light
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        return light  # inference helps, it is not required: rules keep nodes whose types stay unknown
 
 
 def _dims(value: onnx.ValueInfoProto):

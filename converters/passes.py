@@ -37,7 +37,7 @@ def opset_blockers(model: onnx.ModelProto, old: int, new: int) -> list[str]:
         try:
             before = onnx.defs.get_schema(op_type, old, "").since_version
             after = onnx.defs.get_schema(op_type, new, "").since_version
-        except Exception:
+        except onnx.defs.SchemaError:  # no such op at that opset
             blockers.append(f"{op_type} (unknown at opset {min(old, new)})")
             continue
         if before != after:

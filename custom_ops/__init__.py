@@ -1,15 +1,14 @@
-"""The OpenVINO-dialect ops: pure numpy kernels (one module per op) and their specs.
+"""The OpenVINO-dialect ops: one unit per op (custom_ops.unit), pure numpy kernels and their specs.
 
-Importing this package registers every op spec. Nothing here imports onnxruntime; the onnxruntime
-adapter is custom_ops._ort, the ONNX schemas custom_ops._schemas, the reference-evaluator ops
-custom_ops._reference.
+Importing this package registers every unit under custom_ops/ops (one module per op, found by
+custom_ops.ops: units() / unit_of(op_type)) and its specs (all_specs / resolve). Nothing here imports
+onnxruntime; the onnxruntime adapter is custom_ops._ort, the ONNX schemas custom_ops._schemas, the
+reference-evaluator ops custom_ops._reference.
 """
-from . import reduce_l2, scatter_elements_update, scatter_update, unique  # noqa: F401  (registers specs)
 from ._spec import OpSpec, all_specs, op_types, resolve
-from .reduce_l2 import reduce_l2 as reduce_l2_kernel
-from .scatter_elements_update import scatter_elements_update as scatter_elements_update_kernel
-from .scatter_update import scatter_update as scatter_update_kernel
-from .unique import unique as unique_kernel
+from .ops import load as _load_units
+from .ops import unit_of, units
 
-__all__ = ["OpSpec", "all_specs", "op_types", "resolve", "reduce_l2_kernel",
-           "scatter_elements_update_kernel", "scatter_update_kernel", "unique_kernel"]
+_load_units()
+
+__all__ = ["OpSpec", "all_specs", "op_types", "resolve", "unit_of", "units"]

@@ -23,6 +23,7 @@ here, from their specs) and users' own ops (onnx_bridge.custom_op) go through `r
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import traceback
 from contextlib import contextmanager
@@ -36,11 +37,12 @@ _check_ortx()  # the onnxruntime-extensions internals used below, or one ImportE
 from onnxruntime_extensions import PyCustomOpDef, _ocos, onnx_op  # noqa: E402
 from onnxruntime_extensions import get_library_path as _extensions_library_path  # noqa: E402
 
-from .config import DIALECT_OPSET, DOMAIN
+from .config import DOMAIN
 from .errors import BridgeError, OpError
 
-from ._spec import resolve
-from ._types import INTEGER_TYPES, dtype_from_name
+
+from .ops import units
+from ._types import dtype_from_name
 
 #: numpy dtype -> onnxruntime-extensions PyOp type code (float16/bfloat16 cannot be carried).
 PYOP_TYPES = {
@@ -53,6 +55,8 @@ PYOP_TYPES = {
 }
 CARRIED_TYPES = tuple(PYOP_TYPES)
 HIDDEN_ATTRIBUTES = {"_node": PyCustomOpDef.dt_string, "_dtype": PyCustomOpDef.dt_string}
+#: Hidden attribute of the dialect ops: indices of absent optional inputs (placeholders), comma-separated.
+ABSENT = "_absent"
 
 
 # The error channel -------------------------------------------------------------------------------
@@ -165,12 +169,16 @@ class _DialectOp:
         attributes = dict(attributes)
         node = attributes.pop("_node", "") or None
         logical = attributes.pop("_dtype", "")
-        axis_absent = int(attributes.pop("_axis_absent", 0))
-        inputs = list(feed)
-        if axis_absent:
-            inputs = inputs[:1]
+        absent = {int(i) for i in attributes.pop(ABSENT, "").split(",") if i}
+        for attribute in self.spec.attributes:
+            if attribute.kind in JSON_KINDS and attribute.name in attributes:
+                attributes[attribute.name] = json.loads(attributes[attribute.name])
+        inputs = [None if i in absent else x for i, x in enumerate(feed)]
+        while inputs and inputs[-1] is None:
+            inputs.pop()
         if logical:  # widened by the session: compute in the logical type (its limits, one rounding)
-            inputs = [x.astype(dtype_from_name(logical)) if x.dtype == np.float32 else x for x in inputs]
+            inputs = [x.astype(dtype_from_name(logical)) if x is not None and x.dtype == np.float32 else x
+                      for x in inputs]
         try:
             values = self.spec.kernel(*inputs, **self.spec.attribute_values(attributes),
                                       **({"inplace": True} if self.inplace_first and not logical else {}))
@@ -185,29 +193,59 @@ class _DialectOp:
         return [np.require(v, dtype=d, requirements="C") for v, d in zip(values, output_dtypes)]
 
 
-def _register_dialect(op_type: str, signatures, extra_attributes=()):
-    spec = resolve(op_type, DIALECT_OPSET)  # the newest version: session.prepare_model normalises to it
-    attrs = {a.name: (PyCustomOpDef.dt_int64 if a.kind == "int" else PyCustomOpDef.dt_string)
-             for a in spec.attributes}
+#: Attribute kind -> PyOp attribute type; lists travel as JSON strings (session.prepare_model writes them).
+_ATTRIBUTE_CODES = {"int": PyCustomOpDef.dt_int64, "float": PyCustomOpDef.dt_float,
+                    "string": PyCustomOpDef.dt_string, "ints": PyCustomOpDef.dt_string,
+                    "floats": PyCustomOpDef.dt_string}
+JSON_KINDS = ("ints", "floats")
+
+
+def _attribute_codes(spec) -> dict:
+    return {a.name: _ATTRIBUTE_CODES[a.kind] for a in spec.attributes}
+
+
+def unit_signatures(unit) -> list[tuple[tuple, tuple]]:
+    """(input dtypes, output dtypes) of every carried input-type combination of a unit's newest spec: one
+    type per type constraint of the inputs (optional inputs included: prepare_model names every input);
+    an output's type is its constraint's input type, the constraint's only type, or unit.pyop_outputs'."""
+    spec = unit.newest
+    constraints = list(dict.fromkeys(port.type_constraint for port in spec.inputs))
+    choices = [[t for t in spec.type_constraints[name] if t in PYOP_TYPES] for name in constraints]
+    signatures = []
+    for combination in itertools.product(*choices):
+        bound = dict(zip(constraints, combination))
+        inputs = tuple(bound[port.type_constraint] for port in spec.inputs)
+        if unit.pyop_outputs is not None:
+            outputs = tuple(unit.pyop_outputs(inputs))
+        else:
+            outputs = []
+            for port in spec.outputs:
+                allowed = spec.type_constraints[port.type_constraint]
+                if port.type_constraint not in bound and len(allowed) != 1:
+                    raise BridgeError(f"{unit.op_type}: output {port.name!r} has type constraint "
+                                      f"{port.type_constraint} not bound by an input: give pyop_outputs")
+                outputs.append(bound.get(port.type_constraint, allowed[0] if allowed else None))
+            outputs = tuple(outputs)
+        signatures.append((inputs, outputs))
+    return signatures
+
+
+def _register_unit(unit) -> None:
+    spec = unit.newest
+    attrs = _attribute_codes(spec)
     attrs.update(HIDDEN_ATTRIBUTES)
-    attrs.update({name: PyCustomOpDef.dt_int64 for name in extra_attributes})
-    op = _DialectOp(spec, inplace_first=op_type in ("ScatterElementsUpdate", "ScatterUpdate"))
-    register_pyop(op, DOMAIN, op_type, signatures, attrs)
+    attrs[ABSENT] = PyCustomOpDef.dt_string
+    register_pyop(_DialectOp(spec, inplace_first=unit.inplace_first), DOMAIN, unit.op_type,
+                  unit_signatures(unit), attrs)
 
 
 def _register_all() -> None:
     # Every registration of one op name must have the same number of inputs: onnxruntime-extensions
     # otherwise fails every later session ("IsCompatible input count does not match"). That is why
-    # Unique always takes its axis input (prepare_model adds a placeholder and sets _axis_absent).
-    i64 = np.dtype(np.int64)
-    for op_type in ("ScatterElementsUpdate", "ScatterUpdate"):
-        _register_dialect(op_type, [((data, index, data, axis), (data,)) for data, index, axis in
-                                    itertools.product(CARRIED_TYPES, INTEGER_TYPES, INTEGER_TYPES)])
-    _register_dialect("ReduceL2", [((data, axes), (data,)) for data, axes in
-                                   itertools.product(CARRIED_TYPES, INTEGER_TYPES) if data != np.bool_])
-    _register_dialect("Unique", [((data, axes), (data, i64, i64, i64)) for data, axes in
-                                 itertools.product(CARRIED_TYPES, INTEGER_TYPES)],
-                      extra_attributes=("_axis_absent",))
+    # every input is always given (prepare_model adds a placeholder for an absent optional input and
+    # lists it in _absent).
+    for unit in units():
+        _register_unit(unit)
 
 
 _register_all()

@@ -5,6 +5,7 @@ highest since_version <= N (as onnx.reference's load_op and OpenVINO's VersionRa
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -21,12 +22,50 @@ class Port:
     optional: bool = False
 
 
+#: Attribute kinds: ONNX INT, FLOAT, STRING, INTS, FLOATS.
+ATTRIBUTE_KINDS = ("int", "float", "string", "ints", "floats")
+#: The default of an attribute a node must give.
+REQUIRED = None
+
+
 @dataclass(frozen=True)
 class Attribute:
     name: str
-    kind: str  # "int" or "string"
-    default: object
-    allowed: tuple = ()
+    kind: str  # one of ATTRIBUTE_KINDS
+    default: object  # REQUIRED (None): the node must give it
+    allowed: tuple = ()  # int (0, 1): a flag; strings: the values allowed
+    short: str = ""  # short name in generated labels (function overload names); default: the name
+
+    def value(self, op: str, value):
+        """`value` checked and in its canonical Python form (int, float, str, list)."""
+        if isinstance(value, bytes):
+            value = value.decode()
+        subject = f"attribute '{self.name}'"
+        try:
+            if self.kind == "int":
+                if self.allowed == (0, 1):
+                    return check.flag(op, self.name, value)
+                return _integer(value)
+            if self.kind == "float":
+                return float(value)
+            if self.kind in ("ints", "floats"):
+                items = list(value)
+                return [_integer(v) for v in items] if self.kind == "ints" else [float(v) for v in items]
+        except OpError:
+            raise
+        except (TypeError, ValueError, OverflowError):
+            raise OpError(op, subject, f"must be of kind {self.kind}", value=value) from None
+        if self.allowed:
+            return check.choice(op, self.name, value, self.allowed)
+        return str(value)
+
+
+def _integer(value) -> int:
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(value)
+        return int(value)
+    return operator.index(value)
 
 
 @dataclass(frozen=True)
@@ -40,6 +79,8 @@ class OpSpec:
     kernel: Callable = field(hash=False, compare=False)
     doc: str = ""
     domain: str = DOMAIN
+    #: ONNX type and shape inference, infer(ctx) (onnx.defs InferenceContext); None: custom_ops._schemas' own
+    infer: Callable | None = field(default=None, hash=False, compare=False)
 
     def attribute_values(self, given: dict | None = None) -> dict:
         """Every attribute with defaults filled in; unknown names and disallowed values raise OpError."""
@@ -47,14 +88,9 @@ class OpSpec:
         values = {}
         for attribute in self.attributes:
             value = given.pop(attribute.name, attribute.default)
-            if isinstance(value, bytes):
-                value = value.decode()
-            if attribute.kind == "int":
-                value = check.flag(self.op_type, attribute.name, value) if attribute.allowed == (0, 1) \
-                    else value
-            elif attribute.allowed:
-                value = check.choice(self.op_type, attribute.name, value, attribute.allowed)
-            values[attribute.name] = value
+            if value is REQUIRED:
+                raise OpError(self.op_type, f"attribute '{attribute.name}'", "is required but missing")
+            values[attribute.name] = attribute.value(self.op_type, value)
         if given:
             raise OpError(self.op_type, "attributes", f"unknown for version {self.since_version}",
                           value=sorted(given), allowed=[a.name for a in self.attributes] or "none")

@@ -18,6 +18,13 @@ ONNX_TO_NUMPY = {
     TensorProto.FLOAT: np.dtype(np.float32), TensorProto.DOUBLE: np.dtype(np.float64),
 }
 NUMPY_TO_ONNX = {v: k for k, v in ONNX_TO_NUMPY.items()}
+#: numpy dtype -> OpenVINO element type name (ov.Type(name), ov.Type.get_type_name()).
+OPENVINO_NAMES = {
+    np.dtype(np.bool_): "boolean",
+    np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8", np.dtype(np.int16): "i16", np.dtype(np.uint16): "u16",
+    np.dtype(np.int32): "i32", np.dtype(np.uint32): "u32", np.dtype(np.int64): "i64", np.dtype(np.uint64): "u64",
+    np.dtype(np.float16): "f16", BFLOAT16: "bf16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+}
 
 INTEGER_TYPES = tuple(np.dtype(t) for t in
                       (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64))

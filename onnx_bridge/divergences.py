@@ -33,7 +33,8 @@ from typing import Callable
 
 import numpy as np
 
-from custom_ops import resolve
+from custom_ops import resolve, units
+from custom_ops.unit import present
 from custom_ops._types import BFLOAT16, is_float, is_integer
 from onnx_bridge.config import DIALECT_OPSET
 from onnx_bridge.errors import OpError
@@ -135,7 +136,7 @@ def _per_case(function):
 def _seu_updates_by_position(case: Case) -> dict[int, list]:
     """Flat position in data -> the updates a valid ScatterElementsUpdate sends there (Python numbers, in
     row-major order)."""
-    from custom_ops.scatter_elements_update import target_positions, validate
+    from custom_ops.ops.scatter.scatter_elements_update import target_positions, validate
     data, indices, updates, axis, _, _ = validate(*case.args, case["reduction"], case["use_init_val"])
     groups: dict[int, list] = {}
     for position, value in zip(target_positions(data.shape, indices, axis).reshape(-1).tolist(),
@@ -157,7 +158,7 @@ def _seu_groups(case: Case) -> list[tuple[list, list]]:
 
 def _square_sums(data: np.ndarray, axes_input: np.ndarray) -> list[int]:
     """Exact sums of squares of every output element of ReduceL2 on integers (empty axes: x*x)."""
-    from custom_ops.reduce_l2 import normalized_axes
+    from custom_ops.ops.reduction.reduce_l2 import normalized_axes
     axes = normalized_axes(axes_input, data.ndim)
     squares = np.asarray(data.astype(object) ** 2, dtype=object)
     if not axes:
@@ -413,7 +414,7 @@ def _l2_empty_axes_square_inexact(case: Case) -> bool:
 def _l2_single_element_square_inexact(case: Case) -> bool:
     """Reduced dimensions holding one element in all (each output is one input element), on float32,
     bfloat16 or float64 data where the contract's sqrt(x*x) is not |x|."""
-    from custom_ops.reduce_l2 import normalized_axes
+    from custom_ops.ops.reduction.reduce_l2 import normalized_axes
     data = case.inputs["data"]
     if data.dtype not in (np.dtype(np.float32), BFLOAT16, np.dtype(np.float64)) or not case.inputs["axes"].size:
         return False
@@ -1078,6 +1079,25 @@ DIVERGENCES: tuple[Divergence, ...] = (
         _ex(L2, data=A([[3, 4]], np.int32), axes=A([1]))),
 )
 
+
+
+def _from_units() -> tuple[Divergence, ...]:
+    """The divergences the units declare (custom_ops.unit.Divergence), as entries of this table."""
+    entries = []
+    for unit in units():
+        if not present(unit.divergences):
+            continue
+        ports = [port.name for port in unit.newest.inputs]
+        for row in unit.divergences:
+            example = dict(zip(ports, row.example.inputs))
+            entries.append(Divergence(
+                row.id, row.backend, (unit.op_type,), row.kind, row.title, row.reason,
+                lambda case, row=row: row.predicate(case.inputs, case.attributes),
+                lambda op=unit.op_type, example=example, row=row: Case(op, example, row.example.attributes)))
+    return tuple(entries)
+
+
+DIVERGENCES += _from_units()
 BY_ID = {d.id: d for d in DIVERGENCES}
 assert len(BY_ID) == len(DIVERGENCES), "divergence ids must be unique"
 

@@ -1,9 +1,10 @@
 """Run dialect models in onnxruntime.
 
 prepare_model() rewrites a model so onnxruntime-extensions can run its dialect nodes: every attribute
-written (onnxruntime-extensions requires all declared attributes), ScatterElementsUpdate-3 expressed as -12,
-float16/bfloat16 nodes widened to float32 with Casts (the PyOp API cannot carry them), Unique given an
-explicit axis input and int64 index outputs (Cast to int32 where asked), and the node name recorded for
+written (onnxruntime-extensions requires all declared attributes), an older op version expressed as the
+newest, float16/bfloat16 nodes widened to float32 with Casts (the PyOp API cannot carry them), every
+input and output named (an absent optional input becomes an empty placeholder the op is told about),
+outputs cast where the op's unit asks (custom_ops.unit: pyop_casts), and the node name recorded for
 error messages. Nodes of users' own ops (onnx_bridge.custom_op) are rewritten the same way.
 InferenceSession is a drop-in onnxruntime.InferenceSession that does this, registers the ops, and turns a
 failure inside a Python op into an OpError raised from run() instead of an abort.
@@ -16,6 +17,7 @@ in parallel. A caller's SessionOptions is copied, never changed.
 from __future__ import annotations
 
 import contextlib
+import json
 import tempfile
 from pathlib import Path
 
@@ -38,31 +40,24 @@ from .state import State, state_pairs
 from . import user_ops as _user_ops
 
 _WIDENED_CODES = {NUMPY_TO_ONNX[t] for t in WIDENED_TYPES}
-# Inputs/outputs of each op that carry the data type T (widened together).
 
 
-def custom_op_preferred(node: onnx.NodeProto) -> str | None:
-    """Why the session runs `node` as a custom op although an exact lowering exists (measured on the
-    seed shapes, docs/performance.md), or None to run it natively."""
-    if node.op_type == "Unique":
-        return "faster as the custom op: onnxruntime's Unique is 15-45x slower than its sort"
-    return None
+def custom_op_preferred(node: onnx.NodeProto, constants=None) -> str | None:
+    """Why the session runs `node` as a custom op although an exact lowering exists (the unit's
+    prefer_custom_op, e.g. measured faster, docs/performance.md), or None to run it natively.
+    `constants`: names of the model's constant values, when known."""
+    unit = custom_ops.unit_of(node.op_type) if node.domain == DOMAIN else None
+    if unit is None or unit.prefer_custom_op is None:
+        return None
+    return unit.prefer_custom_op(node, constants)
 
 
 def _preferences(model: onnx.ModelProto):
-    """The `ops=` callback of converters.convert for a session: custom_op_preferred, plus ReduceL2 with
-    `axes` computed at run time stays a custom op: the contract wants a 2-D axes tensor rejected, and
-    the lowering (which flattens axes) would accept it."""
-    constant = {t.name for t in model.graph.initializer} | {
-        o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
-
-    def preferred(node: onnx.NodeProto) -> str | None:
-        if node.op_type == "ReduceL2" and len(node.input) > 1 and node.input[1] and \
-                node.input[1] not in constant:
-            return "axes fed at run time: its rank (scalar or 1-D) is checked by the op"
-        return custom_op_preferred(node)
-
-    return preferred
+    """The `ops=` callback of converters.convert for a session: custom_op_preferred with the model's
+    constant values known (e.g. an input the contract checks at run time, which a lowering would not)."""
+    constant = frozenset({t.name for t in model.graph.initializer} | {
+        o for n in model.graph.node if n.op_type == "Constant" for o in n.output})
+    return lambda node: custom_op_preferred(node, constant)
 
 
 def _ort():
@@ -87,8 +82,8 @@ def _value_types(model: onnx.ModelProto) -> dict[str, int]:
     register_schemas()
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # inference is a help, not a requirement
-        inferred = model
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        inferred = model  # inference is a help, not a requirement: types come from value_info then
     types: dict[str, int] = {}
 
     def collect(graph):
@@ -156,6 +151,7 @@ class _Rewriter:
         given = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         try:
             attributes = spec.attribute_values(given)
+            bound = {}  # type constraint -> (first port, its type)
             for index, port in enumerate(spec.inputs):
                 if index < len(node.input) and node.input[index]:
                     code = self._type_of(node, node.input[index], port.name)
@@ -164,46 +160,64 @@ class _Rewriter:
                         raise OpError(spec.op_type, f"input '{port.name}'", "unsupported element type",
                                       value=TensorProto.DataType.Name(code),
                                       allowed=", ".join(type_name(t) for t in allowed))
+                    first, first_code = bound.setdefault(port.type_constraint, (port.name, code))
+                    if code != first_code:
+                        raise OpError(spec.op_type, f"input '{port.name}'", f"element type must equal that of {first!r}",
+                                      value=TensorProto.DataType.Name(code),
+                                      allowed=TensorProto.DataType.Name(first_code))
                 elif not port.optional:
                     raise OpError(spec.op_type, f"input '{port.name}'", "is required but missing")
         except OpError as error:
             raise error.with_node(label)
-        # The PyOps implement the newest version; an older node is its newest version with defaults
-        # (ScatterElementsUpdate-3 = -12 with reduction "none", use_init_val 1).
-        attributes = custom_ops.resolve(node.op_type, DIALECT_OPSET).attribute_values(attributes)
+        # The PyOps implement the newest version; an older node is its newest version with defaults.
+        newest = custom_ops.resolve(node.op_type, DIALECT_OPSET)
+        attributes = newest.attribute_values(attributes)
+        unit = custom_ops.unit_of(node.op_type)
         data_code = self.types[node.input[0]]
         extra = [helper.make_attribute("_node", label)]
-        inputs, outputs, before, after = list(node.input), list(node.output), [], []
+        # onnxruntime-extensions needs every declared input and output named (one input count per op).
+        inputs = list(node.input) + [""] * (len(newest.inputs) - len(node.input))
+        outputs = [name or f"__bridge_unused_{self.count}_{i}" for i, name in
+                   enumerate(list(node.output) + [""] * (len(newest.outputs) - len(node.output)))]
+        before, after, absent = [], [], []
+        wide_type = newest.inputs[0].type_constraint  # the data type: widened together
         if data_code in _WIDENED_CODES:
             extra.append(helper.make_attribute("_dtype", type_name(ONNX_TO_NUMPY[data_code])))
-            for index in [i for i, port in enumerate(spec.inputs)
-                          if port.type_constraint == "T" and i < len(inputs) and inputs[i]]:
+            for index in [i for i, port in enumerate(newest.inputs)
+                          if port.type_constraint == wide_type and inputs[i]]:
                 wide = f"{inputs[index]}__bridge_f32_{self.count}"
                 before.append(helper.make_node("Cast", [inputs[index]], [wide], to=TensorProto.FLOAT))
                 inputs[index] = wide
-            if outputs[0]:
-                wide = f"{outputs[0]}__bridge_f32"
-                after.append(helper.make_node("Cast", [wide], [outputs[0]], to=data_code))
-                outputs[0] = wide
+            for index in [i for i, port in enumerate(newest.outputs)
+                          if port.type_constraint == wide_type and i < len(node.output) and node.output[i]]:
+                wide = f"{outputs[index]}__bridge_f32"
+                after.append(helper.make_node("Cast", [wide], [outputs[index]], to=data_code))
+                outputs[index] = wide
         else:
             extra.append(helper.make_attribute("_dtype", ""))
-        if node.op_type == "Unique":
-            # onnxruntime-extensions needs every declared output named.
-            outputs = [name or f"__bridge_unused_{self.count}_{i}" for i, name in
-                       enumerate(outputs + [""] * (4 - len(outputs)))]
-            absent = len(inputs) < 2 or not inputs[1]
-            if absent:
-                placeholder = f"__bridge_no_axis_{self.count}"
-                graph.initializer.append(numpy_helper.from_array(np.zeros(0, np.int64), placeholder))
-                inputs = inputs[:1] + [placeholder]
-            extra.append(helper.make_attribute("_axis_absent", int(absent)))
-            for index, attr in ((1, "index_element_type"), (2, "index_element_type"),
-                                (3, "count_element_type")):
-                if index < len(outputs) and outputs[index] and attributes[attr] == "i32":
-                    wide = f"{outputs[index]}__bridge_i64"
-                    after.append(helper.make_node("Cast", [wide], [outputs[index]], to=TensorProto.INT32))
+        for index, port in enumerate(newest.inputs):
+            if not inputs[index]:  # an absent optional input: an empty placeholder the op is told about
+                allowed = newest.type_constraints[port.type_constraint]
+                dtype = np.dtype(np.int64) if np.dtype(np.int64) in allowed else allowed[0]
+                # a constraint bound by a present input: the placeholder takes that input's (widened) type
+                bound = [self.types[node.input[i]] for i, p in enumerate(newest.inputs)
+                         if p.type_constraint == port.type_constraint and i < len(node.input) and node.input[i]]
+                if bound:
+                    wide = port.type_constraint == wide_type and bound[0] in _WIDENED_CODES
+                    dtype = np.dtype(np.float32) if wide else ONNX_TO_NUMPY[bound[0]]
+                inputs[index] = f"__bridge_absent_{self.count}_{index}"
+                graph.initializer.append(numpy_helper.from_array(np.zeros(0, dtype), inputs[index]))
+                absent.append(str(index))
+        extra.append(helper.make_attribute("_absent", ",".join(absent)))
+        if unit is not None and unit.pyop_casts is not None:
+            attributes, casts = unit.pyop_casts(attributes)
+            for index, dtype in casts.items():
+                if index < len(node.output) and node.output[index]:
+                    wide = f"{outputs[index]}__bridge_pyop"
+                    after.append(helper.make_node("Cast", [wide], [outputs[index]], to=NUMPY_TO_ONNX[dtype]))
                     outputs[index] = wide
-            attributes = dict(attributes, index_element_type="i64", count_element_type="i64")
+        lists = {a.name for a in newest.attributes if a.kind in ("ints", "floats")}  # PyOps take JSON
+        attributes = {name: json.dumps(value) if name in lists else value for name, value in attributes.items()}
         rewritten = helper.make_node(node.op_type, inputs, outputs, name=node.name, domain=DOMAIN,
                                      **attributes)
         rewritten.attribute.extend(extra)
@@ -312,11 +326,11 @@ class InferenceSession:
 
     lower=True (default): nodes with an exact standard-ONNX lowering (converters.convert with
     strict="semantics": the standard graph agrees on every input, valid or not, NaN included) run as
-    native onnxruntime kernels (except where the custom op is measurably faster: Unique, see
-    custom_op_preferred, and ReduceL2 whose axes are computed at run
-    time, whose rank only the op checks); the rest run as Python custom ops. The one admitted
-    difference is float summation order (float ReduceL2 may differ from the Python kernel in the last
-    bits, as any two implementations of a float sum do). lower=False runs every dialect node as a
+    native onnxruntime kernels (except where the op's unit prefers the custom op, e.g. measurably
+    faster, or an input computed at run time that only the op checks: see custom_op_preferred); the
+    rest run as Python custom ops. The one admitted difference is float summation order (a lowered
+    float reduction may differ from the Python kernel in the last bits, as any two implementations of
+    a float sum do). lower=False runs every dialect node as a
     Python custom op. Nodes of users' own ops (onnx_bridge.custom_op) always run as Python ops.
     If a run fails inside a lowered node, the inputs are replayed through the custom ops so the error
     is the dialect's OpError (naming node, input and value) rather than onnxruntime's message.
@@ -391,8 +405,10 @@ class InferenceSession:
                 _run_collecting_errors(self._fallback_session, output_names, input_feed, run_options)
             except OpError as error:
                 raise error from native_error
-            except Exception:
-                pass
+            except Exception as replay_error:  # reported with the native error, not hidden
+                if hasattr(native_error, "add_note"):
+                    native_error.add_note("replaying the inputs through the custom ops did not explain it: "
+                                          f"{type(replay_error).__name__}: {replay_error}")
             raise
 
     def __getattr__(self, name):  # get_inputs, get_outputs, get_providers, io_binding, ...

@@ -3,8 +3,11 @@ seen and what is allowed -- before anything is written."""
 import numpy as np
 import pytest
 
-from custom_ops import reduce_l2_kernel, resolve, scatter_elements_update_kernel, scatter_update_kernel
-from custom_ops import unique_kernel
+from custom_ops import resolve
+from custom_ops.ops.reduction.reduce_l2 import reduce_l2 as reduce_l2_kernel
+from custom_ops.ops.scatter.scatter_elements_update import scatter_elements_update as scatter_elements_update_kernel
+from custom_ops.ops.scatter.scatter_update import scatter_update as scatter_update_kernel
+from custom_ops.ops.set.unique import unique as unique_kernel
 from onnx_bridge import OpError
 from onnx_bridge.divergences import Case
 

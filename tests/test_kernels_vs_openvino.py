@@ -42,7 +42,10 @@ def _run_ov(ov, case):
 
 
 def _check_contract(case):
-    """The kernel's value is the contract's: equal to the oracle (float ReduceL2: within its bound)."""
+    """The kernel's value is the contract's: equal to the oracle (float ReduceL2: within its bound). Ops
+    the oracle does not implement are checked against OpenVINO by their unit's tests (test_unit_*.py)."""
+    if case.op not in oracle.OPS:
+        return
     expected = oracle.run(case)
     if oracle.is_float_l2(case):
         oracle.assert_l2_close(case.contract[0], expected[0], case.inputs["data"].dtype, oracle.l2_terms(case),

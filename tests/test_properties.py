@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import custom_ops
 import onnx_bridge
 from custom_ops._types import DATA_TYPES, INTEGER_TYPES, is_bool
-from custom_ops.scatter_elements_update import REDUCTIONS
+from custom_ops.ops.scatter.scatter_elements_update import REDUCTIONS, scatter_elements_update
+from custom_ops.ops.set.unique import unique
 from tests import oracle
 from tests.helpers.models import dialect_model
 
@@ -53,7 +54,7 @@ def scatter_cases(draw):
 @given(scatter_cases())
 def test_scatter_elements_update_equals_oracle(case):
     inputs, attributes = case
-    got = custom_ops.scatter_elements_update_kernel(**inputs, **attributes)
+    got = scatter_elements_update(**inputs, **attributes)
     want = oracle.scatter_elements_update(**inputs, **attributes)
     oracle.assert_identical((got,), (want,))
 
@@ -77,6 +78,6 @@ def test_unique_equals_oracle(seed, axis, sorted_, dtype):
     if np.dtype(dtype).kind == "f":
         rows[rng.random(rows.shape) < 0.2] = np.nan
         rows[rng.random(rows.shape) < 0.2] = -0.0
-    got = custom_ops.unique_kernel(rows, axis, sorted_)
+    got = unique(rows, axis, sorted_)
     want = oracle.unique(rows, axis, sorted_)
     oracle.assert_identical(got, want)

@@ -4,8 +4,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bridge
-from custom_ops import scatter_elements_update_kernel as seu
-from custom_ops import scatter_update_kernel as su
+from custom_ops.ops.scatter.scatter_elements_update import scatter_elements_update as seu
+from custom_ops.ops.scatter.scatter_update import scatter_update as su
 
 A = np.array
 SEEDS = {

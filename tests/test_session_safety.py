@@ -60,7 +60,7 @@ CASES = {
             print("OK", onnx_bridge.InferenceSession(model).run(None, feeds)[0].tolist())
     """, ["OK [1.0, 1.0, 2.0, 3.0]", "OK [1.0, 1.0, 2.0, 3.0]"]),
     "internal failure becomes OpError": ("""
-        import custom_ops.scatter_elements_update as module
+        import custom_ops.ops.scatter.scatter_elements_update as module
         def broken(*args, **kwargs):
             raise ZeroDivisionError("boom")
         module.scatter_elements_update = broken
@@ -71,7 +71,7 @@ CASES = {
             print("ERR", error)
     """, ["ERR ScatterElementsUpdate (node 'node'): kernel: internal failure ZeroDivisionError: boom"]),
     "KeyboardInterrupt inside an op is re-raised": ("""
-        import custom_ops.unique as module
+        import custom_ops.ops.set.unique as module
         def interrupted(*args, **kwargs):
             raise KeyboardInterrupt
         module.unique = interrupted

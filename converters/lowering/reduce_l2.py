@@ -24,7 +24,7 @@ from onnx import TensorProto
 
 from custom_ops import _checks as check
 from custom_ops._types import BFLOAT16, type_name
-from custom_ops.reduce_l2 import normalized_axes
+from custom_ops.ops.reduction.reduce_l2 import normalized_axes
 from custom_ops.config import DOMAIN
 from custom_ops.errors import OpError
 

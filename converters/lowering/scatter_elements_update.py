@@ -28,7 +28,7 @@ import numpy as np
 from onnx import TensorProto
 
 from custom_ops._types import BFLOAT16, compute_dtype, is_bool, is_float, type_name
-from custom_ops.scatter_elements_update import neutral_value
+from custom_ops.ops.scatter.scatter_elements_update import neutral_value
 from custom_ops.config import DOMAIN
 
 from ..registry import LOWERING

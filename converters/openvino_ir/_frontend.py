@@ -1,6 +1,7 @@
 """Dialect ONNX models in OpenVINO: its ONNX frontend with one ConversionExtension per dialect op (naming
-the domain: OpenVINO's ONNX frontend knows none of the four ops in org.openvinotoolkit), so each node is
-read as the native OpenVINO op. Used by the IR exporter and by onnx_bridge.backends.openvino."""
+the domain: OpenVINO's ONNX frontend knows no op of org.openvinotoolkit), built from the op's unit
+(custom_ops.unit: its native node factory), so each node is read as the native OpenVINO op. Used by the
+IR exporter and by onnx_bridge.backends.openvino."""
 from __future__ import annotations
 
 import functools
@@ -33,45 +34,37 @@ def reason(exc: Exception) -> str:
     return (tail or text)[:400]
 
 
-def _seu(ctx):
-    from openvino import opset12
-    return opset12.scatter_elements_update(
-        ctx.get_input(0), ctx.get_input(1), ctx.get_input(2), ctx.get_input(3),
-        _text(ctx.get_attribute("reduction", "none")), bool(ctx.get_attribute("use_init_val", 1))).outputs()
+def _attribute_value(ctx, attribute):
+    """A dialect attribute of the node being translated, its default when absent."""
+    if attribute.default is None:  # required: no default to pass (OpenVINO raises when missing)
+        return ctx.get_attribute(attribute.name)
+    return ctx.get_attribute(attribute.name, attribute.default)
 
 
-def _scatter_update(ctx):
-    from openvino import opset3
-    return opset3.scatter_update(*(ctx.get_input(i) for i in range(4))).outputs()
+def unit_translator(unit):
+    """The ConversionExtension translator of a unit: its native node factory on the node's inputs (absent
+    optional inputs as None) and attributes (dialect values mapped to OpenVINO's)."""
+    def translate(ctx):
+        ov = openvino()
+        spec = unit.newest
+        inputs = [ctx.get_input(i) if i < ctx.get_input_size() else None for i in range(len(spec.inputs))]
+        given = {a.name: _attribute_value(ctx, a) for a in spec.attributes}
+        attributes = unit.openvino.ov_attributes(spec.attribute_values(given))
+        return unit.openvino.factory(ov, inputs, attributes).outputs()
+    return translate
 
 
-def _reduce_l2(ctx):
-    from openvino import opset4
-    return opset4.reduce_l2(ctx.get_input(0), ctx.get_input(1), bool(ctx.get_attribute("keep_dims", 0))).outputs()
-
-
-def _unique(ctx):
-    from openvino import opset10
-    axis = ctx.get_input(1) if ctx.get_input_size() > 1 else None  # must be an initializer (a Constant)
-    return opset10.unique(ctx.get_input(0), axis, bool(ctx.get_attribute("sorted", 1)),
-                          _text(ctx.get_attribute("index_element_type", "i64")),
-                          _text(ctx.get_attribute("count_element_type", "i64"))).outputs()
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-_TRANSLATORS = {"ScatterElementsUpdate": _seu, "ScatterUpdate": _scatter_update, "ReduceL2": _reduce_l2,
-                "Unique": _unique}
+def _translators() -> dict:
+    from custom_ops import units
+    return {unit.op_type: unit_translator(unit) for unit in units()}
 
 
 def core_with_extensions():
-    """A new ov.Core whose ONNX frontend reads the dialect's four ops as OpenVINO's native ops."""
+    """A new ov.Core whose ONNX frontend reads the dialect's ops as OpenVINO's native ops."""
     ov = openvino()
     from openvino.frontend.onnx import ConversionExtension
     extended = ov.Core()
-    for op_type, translator in _TRANSLATORS.items():
+    for op_type, translator in _translators().items():
         extended.add_extension(ConversionExtension(op_type, DOMAIN, translator))
     return extended
 

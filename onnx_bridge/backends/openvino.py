@@ -1,10 +1,9 @@
-"""OpenVINO as a backend: the four dialect ops as OpenVINO's native ops, and dialect ONNX models in OpenVINO.
+"""OpenVINO as a backend: the dialect ops as OpenVINO's native ops, and dialect ONNX models in OpenVINO.
 
-- run(op, inputs, attributes) builds the native op (opset12.scatter_elements_update, opset3.scatter_update,
-  opset4.reduce_l2, opset10.unique) with dynamic-shape Parameters for the tensors and a Constant for
-  axis/axes, compiles it on the CPU plugin with INFERENCE_PRECISION_HINT=f32 (the plugin's default on
+- run(op, inputs, attributes) builds the native op with its unit's factory (custom_ops.unit) from
+  dynamic-shape Parameters for the tensors and Constants for the unit's constant inputs, compiles it on the CPU plugin with INFERENCE_PRECISION_HINT=f32 (the plugin's default on
   AVX512/AMX machines is bf16, which silently rounds f32) and runs it on numpy arrays. Compiled models are
-  cached per (op, attributes, element types, ranks, axis), so thousands of cases compile a few hundred times.
+  cached per (op, attributes, element types, ranks, constant inputs), so thousands of cases compile a few hundred times.
 - compile(model) / run_model(model, feeds): dialect ONNX models read through
   converters.openvino_ir._frontend (core_with_extensions, read_onnx: one ConversionExtension per op).
 
@@ -15,24 +14,23 @@ what OpenVINO does and only refuses inputs that endanger the process.
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 
-from custom_ops import resolve
-from custom_ops._types import BFLOAT16
+from custom_ops import resolve, unit_of, units
+from custom_ops.unit import present
+from custom_ops._types import BFLOAT16, OPENVINO_NAMES
 from converters.openvino_ir._frontend import OpenVINOError, core_with_extensions, extended_core, read_onnx  # noqa: F401
 from converters.openvino_ir._frontend import openvino
 from converters.openvino_ir._frontend import reason as _reason
-from custom_ops.config import DIALECT_OPSET, DOMAIN
+from custom_ops.config import DIALECT_OPSET
 from custom_ops.errors import BridgeError, OpError
 
 DEVICE = "CPU"
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
-OPS = ("ScatterElementsUpdate", "ScatterUpdate", "ReduceL2", "Unique")
+OPS = tuple(u.op_type for u in units())
 #: Inputs given to OpenVINO as Constants (part of the compiled-model cache key); the rest are Parameters.
-CONSTANT_INPUTS = {"ScatterElementsUpdate": ("axis",), "ScatterUpdate": ("axis",), "ReduceL2": ("axes",),
-                   "Unique": ("axis",)}
+CONSTANT_INPUTS = {u.op_type: u.openvino.constant_inputs for u in units()}
 
 
 _openvino = functools.cache(openvino)  # the openvino module, or BridgeError naming the extra to install
@@ -44,13 +42,10 @@ def core():
     return _openvino().Core()
 
 
+@functools.cache
 def _type_table():
     ov = _openvino()
-    return {np.dtype(np.bool_): ov.Type.boolean, np.dtype(np.int8): ov.Type.i8, np.dtype(np.uint8): ov.Type.u8,
-            np.dtype(np.int16): ov.Type.i16, np.dtype(np.uint16): ov.Type.u16, np.dtype(np.int32): ov.Type.i32,
-            np.dtype(np.uint32): ov.Type.u32, np.dtype(np.int64): ov.Type.i64, np.dtype(np.uint64): ov.Type.u64,
-            np.dtype(np.float16): ov.Type.f16, BFLOAT16: ov.Type.bf16, np.dtype(np.float32): ov.Type.f32,
-            np.dtype(np.float64): ov.Type.f64}
+    return {dtype: getattr(ov.Type, name) for dtype, name in OPENVINO_NAMES.items()}
 
 
 def element_type(dtype):
@@ -89,19 +84,13 @@ def from_tensor(tensor) -> np.ndarray:
 # Native ops
 
 
-def _build(op: str, attributes: dict, parameters, constant):
-    """The native op node from Parameter nodes and the Constant axis/axes (None: Unique without axis)."""
-    from openvino import opset3, opset4, opset10, opset12
-    if op == "ScatterElementsUpdate":
-        data, indices, updates = parameters
-        return opset12.scatter_elements_update(data, indices, updates, constant, attributes["reduction"],
-                                               bool(attributes["use_init_val"]))
-    if op == "ScatterUpdate":
-        return opset3.scatter_update(*parameters, constant)
-    if op == "ReduceL2":
-        return opset4.reduce_l2(parameters[0], constant, bool(attributes["keep_dims"]))
-    return opset10.unique(parameters[0], constant, bool(attributes["sorted"]),
-                          attributes["index_element_type"], attributes["count_element_type"])
+def _build(op: str, attributes: dict, parameters, constants):
+    """The native op node, built by the op's unit from the Parameter and Constant nodes (in port order)."""
+    unit = unit_of(op)
+    tensors, constants = iter(parameters), iter(constants)
+    inputs = [next(constants, None) if port.name in unit.openvino.constant_inputs else next(tensors, None)
+              for port in unit.newest.inputs]
+    return unit.openvino.factory(_openvino(), inputs, unit.openvino.ov_attributes(attributes))
 
 
 #: Compiled models by (op, attributes, (dtype, rank) of each tensor input, axis/axes dtype, shape, values).
@@ -122,12 +111,10 @@ def _compile(op: str, attributes: tuple, tensor_types: tuple, constant_key):
     from openvino import opset12
     parameters = [opset12.parameter(ov.PartialShape([-1] * rank), element_type(dtype))
                   for dtype, rank in tensor_types]
-    constant = None
-    if constant_key is not None:
-        dtype, shape, values = constant_key
-        constant = ov.op.Constant(np.array(values, dtype=dtype).reshape(shape))  # may be empty: no opset12.constant
+    # may be empty: no opset12.constant
+    constants = [ov.op.Constant(np.array(values, dtype=dtype).reshape(shape)) for dtype, shape, values in constant_key]
     try:
-        node = _build(op, dict(attributes), parameters, constant)
+        node = _build(op, dict(attributes), parameters, constants)
         model = ov.Model(node.outputs(), parameters, f"onnx_bridge_{op}")
         return core().compile_model(model, DEVICE, CONFIG)
     except RuntimeError as exc:  # OpenVINO validation errors are RuntimeErrors
@@ -137,10 +124,9 @@ def _compile(op: str, attributes: tuple, tensor_types: tuple, constant_key):
 def run(op: str, inputs, attributes: dict | None = None) -> tuple[np.ndarray, ...]:
     """Run OpenVINO's native `op` on numpy inputs given in the dialect's port order (CPU plugin, f32).
 
-    inputs: ScatterElementsUpdate/ScatterUpdate (data, indices, updates, axis); ReduceL2 (data, axes);
-    Unique (data,) or (data, axis). Attributes are the dialect's (defaults filled in and checked by the
+    inputs: in the order of the op's ports (trailing optional ones may be left out). Attributes are the dialect's (defaults filled in and checked by the
     op's spec, so an invalid attribute raises OpError). Returns the outputs as numpy arrays.
-    Raises OpError for inputs that would crash the CPU plugin, OpenVINOError when OpenVINO refuses.
+    Raises OpError for inputs that would crash the CPU plugin (the unit's refuse), OpenVINOError when OpenVINO refuses.
     """
     if op not in OPS:
         raise OpError(op, "op_type", "not an op of the OpenVINO backend", value=op, allowed=", ".join(OPS))
@@ -155,12 +141,11 @@ def run(op: str, inputs, attributes: dict | None = None) -> tuple[np.ndarray, ..
     constant_names = CONSTANT_INPUTS[op]
     tensors = [a for n, a in zip(names, arrays) if n not in constant_names]
     constants = [a for n, a in zip(names, arrays) if n in constant_names]
-    _refuse_crashing_inputs(op, dict(zip(names, arrays)))
-    constant_key = None
-    if constants:
-        (constant,) = constants
-        constant_key = (constant.dtype.str, constant.shape, tuple(constant.reshape(-1).tolist()))
-    key = (op, tuple(sorted(attributes.items())), tuple((a.dtype, a.ndim) for a in tensors), constant_key)
+    if unit_of(op).openvino.refuse is not None:  # inputs that would crash or corrupt the CPU plugin
+        unit_of(op).openvino.refuse(dict(zip(names, arrays)), attributes)
+    constant_key = tuple((c.dtype.str, c.shape, tuple(c.reshape(-1).tolist())) for c in constants)
+    hashable = tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in sorted(attributes.items()))
+    key = (op, hashable, tuple((a.dtype, a.ndim) for a in tensors), constant_key)
     compiled = _compiled(key)
     request = compiled.create_infer_request()
     try:
@@ -173,74 +158,18 @@ def run(op: str, inputs, attributes: dict | None = None) -> tuple[np.ndarray, ..
 
 
 def _check_output_shapes(op: str, named: dict, attributes: dict, outputs: tuple) -> None:
-    """Raise when the outputs cannot be the op's: with one inference thread (INFERENCE_NUM_THREADS=1, or a
-    single CPU core) the CPU plugin swallows its inference-time errors and returns empty outputs."""
-    data = named["data"]
-    if op in ("ScatterElementsUpdate", "ScatterUpdate"):
-        expected = data.shape
-    elif op == "ReduceL2":
-        axes = named["axes"].reshape(-1).tolist() if named["axes"].dtype.kind in "iu" else []
-        axes = {a % data.ndim for a in axes} if data.ndim else set()
-        expected = tuple(1 if d in axes else n for d, n in enumerate(data.shape) if attributes["keep_dims"]
-                         or d not in axes)
-    else:
-        values, first, inverse, counts = outputs
-        axis = int(named["axis"].reshape(-1)[0]) % data.ndim if "axis" in named else None
-        slices = data.size if axis is None else data.shape[axis]
-        expected = (first.size,) if axis is None else data.shape[:axis] + (first.size,) + data.shape[axis + 1:]
-        if inverse.shape != (slices,) or counts.shape != first.shape:
-            expected = "consistent indices, reverse_indices and counts"
-    if outputs[0].shape != expected:
-        raise OpenVINOError(f"OpenVINO returned {op} outputs of shape {[o.shape for o in outputs]} where "
-                            f"{expected} was expected (with one inference thread its CPU plugin returns empty "
-                            "outputs instead of raising its errors)")
-
-
-def _refuse_crashing_inputs(op: str, named: dict) -> None:
-    """Refuse the scatter inputs that crash the CPU plugin or corrupt its heap (measured, 2026.4):
-
-    - ScatterElementsUpdate has no lower bound check: indices below -d give SIGSEGV, 'free(): invalid next
-      size', 'double free or corruption' or a silent no-op.
-    - An index OpenVINO does report (>= d, or negative for ScatterUpdate) leaves the heap corrupted: a
-      later inference segfaulted (one CPU core: index 3 on size 3, any other model, then the same op).
-    - Index values are read in 32 bits (2**32 -> 0, u32 2**32-1 -> -1).
-    - ScatterElementsUpdate indices with a non-axis dimension larger than data's are written through the
-      flattened offset, past the end of the output.
-    - With one inference thread the CPU plugin skips its own checks (index range, updates shape) and returns
-      empty outputs, after writing who knows where.
-    So every index must be in the contract's range ([-d, d-1]; ScatterUpdate [0, d-1]) and the shapes fit.
-    """
-    if op not in ("ScatterElementsUpdate", "ScatterUpdate"):
+    """Raise when the outputs cannot be the op's (shapes from its unit's output_shapes): with one inference
+    thread (INFERENCE_NUM_THREADS=1, or a single CPU core) the CPU plugin swallows its inference-time
+    errors and returns empty outputs."""
+    unit = unit_of(op)
+    if not present(unit.openvino.output_shapes):
         return
-    data, indices, axis = named["data"], named["indices"], named["axis"]
-    if indices.size == 0 or indices.dtype.kind not in "iu":
-        return  # nothing is written, or OpenVINO rejects the element type at build time
-    axis_value = None
-    if axis.dtype.kind in "iu" and axis.size and data.ndim and -data.ndim <= int(axis.reshape(-1)[0]) < data.ndim:
-        axis_value = int(axis.reshape(-1)[0]) % data.ndim
-    size = data.shape[axis_value] if axis_value is not None else min(data.shape, default=0)
-    first = -size if op == "ScatterElementsUpdate" else 0
-    low, high = int(indices.min()), int(indices.max())
-    if low < first or high > size - 1:
-        raise OpError(op, "input 'indices'", "refused before OpenVINO: out-of-range indices crash its CPU plugin "
-                      "or corrupt its heap", value=low if low < first else high,
-                      allowed=f"[{first}, {size - 1}]")
-    updates = named["updates"]
-    if op == "ScatterElementsUpdate" and updates.shape != indices.shape:
-        raise OpError(op, "input 'updates'", "refused before OpenVINO: shape must equal indices' shape",
-                      value=updates.shape, allowed=indices.shape)
-    if op == "ScatterUpdate" and axis_value is not None:
-        expected = data.shape[:axis_value] + indices.shape + data.shape[axis_value + 1:]
-        if updates.shape != expected:
-            raise OpError(op, "input 'updates'", "refused before OpenVINO: shape must be data.shape[:axis] + "
-                          "indices.shape + data.shape[axis+1:]", value=updates.shape, allowed=expected)
-    if op == "ScatterElementsUpdate" and indices.ndim == data.ndim and axis_value is not None:
-        for dim, (have, limit) in enumerate(zip(indices.shape, data.shape)):
-            if dim != axis_value and have > limit:
-                raise OpError(op, "input 'indices'", f"refused before OpenVINO: dimension {dim} exceeds "
-                              "data's and its CPU plugin writes through the flattened offset, past the "
-                              "end of the output", value=indices.shape,
-                              allowed=f"<= {data.shape} except on axis {axis_value}")
+    expected = unit.openvino.output_shapes(named, attributes)
+    got = [o.shape for o in outputs]
+    if any(want is not None and tuple(want) != have for want, have in zip(expected, got)):
+        raise OpenVINOError(f"OpenVINO returned {op} outputs of shape {got} where {expected} was expected "
+                            "(with one inference thread its CPU plugin returns empty outputs instead of "
+                            "raising its errors)")
 
 
 def compile(model):  # noqa: A001  (mirrors ov.Core.compile_model; the module is used qualified)
@@ -256,7 +185,8 @@ def compile(model):  # noqa: A001  (mirrors ov.Core.compile_model; the module is
 def run_model(model, feeds: dict) -> list[np.ndarray]:
     """Run a dialect ONNX model (or a compiled model) in OpenVINO; outputs in the model's output order.
 
-    No crash guard here (unlike run()): never feed scatter indices out of range (see _refuse_crashing_inputs).
+    No crash guard here (unlike run()): never feed inputs a unit's openvino.refuse refuses (e.g. scatter
+    indices out of range: custom_ops/ops/scatter/_openvino.py).
     """
     compiled = model if hasattr(model, "create_infer_request") else compile(model)
     request = compiled.create_infer_request()

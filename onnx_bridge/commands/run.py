@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from custom_ops import units
 from custom_ops._types import ONNX_TO_NUMPY, type_name
 from converters.model_io import load_model
 from onnx_bridge.config import DOMAIN
@@ -35,11 +36,12 @@ DEFAULT_DIM_SIZE = 4
 # Consumers through which an integer input stays "the same indices" (port 0 only, except Gather's data).
 _PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Expand", "Flatten", "Transpose",
                  "Tile", "Concat", "Slice", "Split", "Gather", "GatherElements"}
-# (domain, op_type) -> (index port, data port, how to find the axis)
+# (domain, op_type) -> (index port, data port, how to find the axis); the dialect's from the units.
 _INDEX_PORTS = {
     ("", "Gather"): (1, 0, "attribute"), ("", "GatherElements"): (1, 0, "attribute"),
     ("", "ScatterElements"): (1, 0, "attribute"), ("", "Scatter"): (1, 0, "attribute"),
-    (DOMAIN, "ScatterElementsUpdate"): (1, 0, "input 3"), (DOMAIN, "ScatterUpdate"): (1, 0, "input 3"),
+    **{(DOMAIN, unit.op_type): (unit.index_input[0], unit.index_input[1], f"input {unit.index_input[2]}")
+       for unit in units() if unit.index_input is not None},
 }
 
 

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from custom_ops._types import BFLOAT16, DATA_TYPES, INTEGER_TYPES, is_bool, is_float, type_name
-from custom_ops.scatter_elements_update import REDUCTIONS
+from custom_ops.ops.scatter.scatter_elements_update import REDUCTIONS
 
 from onnx_bridge.errors import OpError
 

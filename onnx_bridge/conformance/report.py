@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from custom_ops import units
 from custom_ops._types import type_name
 
 from . import divergence
@@ -27,7 +28,8 @@ from .results import CRASH, ERROR, KNOWN, MATCH, MEANING, MISMATCH, STATUSES, UN
 
 SYMBOLS = {MATCH: "✓", KNOWN: "~", UNSUPPORTED: "–", MISMATCH: "✗", ERROR: "!", CRASH: "☠"}
 ASCII_SYMBOLS = {MATCH: "ok", KNOWN: "~", UNSUPPORTED: "-", MISMATCH: "X", ERROR: "!", CRASH: "#"}
-OP_ORDER = ("ScatterElementsUpdate", "ScatterUpdate", "ReduceL2", "Unique")
+#: Matrix rows: the dialect ops by family (custom_ops.units()), then model groups.
+OP_ORDER = tuple(u.op_type for u in sorted(units(), key=lambda u: (u.family, u.op_type)))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -48,7 +50,7 @@ def verdict(results: Results) -> str:
 
 
 def ops_of(results: Results) -> list[str]:
-    """Matrix rows: the four ops in a fixed order, then model groups in corpus order."""
+    """Matrix rows: the dialect ops in OP_ORDER, then model groups in corpus order."""
     rows = list(dict.fromkeys(case.row for case in results.cases))
     return [op for op in OP_ORDER if op in rows] + [row for row in rows if row not in OP_ORDER]
 

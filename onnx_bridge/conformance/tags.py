@@ -54,7 +54,7 @@ def _has_duplicates(case) -> bool:
         return np.unique(flat).size < flat.size
     data, axis = case.data, case.inputs.get("axis")
     try:
-        from custom_ops.scatter_elements_update import target_positions
+        from custom_ops.ops.scatter.scatter_elements_update import target_positions
         a = int(np.asarray(axis).reshape(-1)[0]) % data.ndim
         positions = target_positions(data.shape, indices, a).reshape(-1)
     except Exception:  # noqa: BLE001  (invalid shapes: the contract reports them; no tag needed)

@@ -1,0 +1,45 @@
+"""Pieces the detection units share: attribute declarations, output type inference, OpenVINO node building."""
+from __future__ import annotations
+
+import numpy as np
+
+from custom_ops._types import NUMPY_TO_ONNX
+from custom_ops.unit import Attribute, AttributeMap
+
+F32 = (np.dtype(np.float32),)
+FLOAT = NUMPY_TO_ONNX[np.dtype(np.float32)]   # the ONNX element type code
+#: Float element types of the detection ops' tensors (OpenVINO's reference is templated on them).
+FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def flag(name: str, default: int) -> Attribute:
+    return Attribute(name, "int", default, (0, 1))
+
+
+def bool_map(*names: str) -> tuple[AttributeMap, ...]:
+    return tuple(AttributeMap(name, "bool") for name in names)
+
+
+def maps(kind: str, *names: str) -> tuple[AttributeMap, ...]:
+    return tuple(AttributeMap(name, kind) for name in names)
+
+
+def output_type(elem_type: int | None = None, shape=None, like: int = 0):
+    """ONNX inference: output 0 of element type `elem_type` (an onnx.TensorProto code; None: input
+    `like`'s type) and `shape` (None entries unknown; None: unknown rank)."""
+    def infer(ctx) -> None:
+        from onnx import helper
+        code = elem_type if elem_type is not None else ctx.get_input_type(like).tensor_type.elem_type
+        ctx.set_output_type(0, helper.make_tensor_type_proto(code, shape))
+    return infer
+
+
+def native(opset: str, type_name: str, inputs_used: int | None = None):
+    """An OpenVINO node factory through openvino's NodeFactory (the opset builders' Python-side checks
+    refuse values OpenVINO's IR accepts, e.g. offset 0)."""
+    def factory(ov, inputs, attributes):
+        from openvino.utils.node_factory import NodeFactory
+        used = [i for i in inputs if i is not None] if inputs_used is None else inputs[:inputs_used]
+        outputs = [i.output(0) if hasattr(i, "output") else i for i in used]   # a Node or an Output
+        return NodeFactory(opset).create(type_name, outputs, attributes)
+    return factory

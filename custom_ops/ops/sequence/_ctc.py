@@ -1,0 +1,32 @@
+"""What the CTC greedy decoders share: std::max_element's argmax and the greedy collapse, vectorised."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def first_max(scores: np.ndarray) -> np.ndarray:
+    """Index of the first maximum along the last axis, as std::max_element (a NaN never replaces the
+    running maximum; numpy's argmax would pick the first NaN)."""
+    best = scores[..., 0]
+    index = np.zeros(best.shape, np.int64)
+    for k in range(1, scores.shape[-1]):                    # one step per class, vectorised over the rest
+        better = best < scores[..., k]
+        best = np.where(better, scores[..., k], best)
+        index = np.where(better, k, index)
+    return index
+
+
+def collapse(classes: np.ndarray, valid: np.ndarray, blank, merge_repeated: bool):
+    """Greedy CTC collapse of classes [N, T] over the valid prefix [N, T] (bool): blanks dropped, repeats
+    merged when asked (the previous step counts even when it was a blank). Returns (decoded [N, T]
+    padded with -1, lengths [N])."""
+    previous = np.concatenate([np.full((classes.shape[0], 1), -1, np.int64), classes[:, :-1]], axis=1)
+    keep = valid & (classes != blank)
+    if merge_repeated:
+        keep &= classes != previous
+    lengths = keep.sum(axis=1)
+    out = np.full(classes.shape, -1, np.int64)
+    rows, steps = np.nonzero(keep)
+    slot = np.cumsum(keep, axis=1)[rows, steps] - 1
+    out[rows, slot] = classes[rows, steps]
+    return out, lengths

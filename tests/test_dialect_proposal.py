@@ -1,0 +1,60 @@
+"""Proposal-4 (custom_ops/ops/detection/proposal.py) against OpenVINO CPU. The CPU plugin crashes the
+process on some inputs (a declared divergence), so everything that runs it runs in a fresh interpreter:
+a crash fails the test instead of killing pytest. There the kernel's centre update is fused as the CPU
+plugin does (the declared last-bit divergence); everything else must agree bit for bit."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import custom_ops
+from tests.helpers import units as check
+
+pytestmark = pytest.mark.openvino
+UNIT = custom_ops.unit_of("Proposal")
+
+SCRIPT = textwrap.dedent("""
+    import pathlib, tempfile
+    import numpy as np
+    import custom_ops
+    from custom_ops.ops.detection import proposal as module
+    from tests.helpers import units as check
+    from tests.test_dialect_detection import _static_model, _static_dialect_model
+    check.openvino_model, check.dialect_model = _static_model, _static_dialect_model
+    module.muladd = lambda a, b, c: (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(a.dtype)
+    unit = custom_ops.unit_of("Proposal")
+    compared = 0
+    for seed in range(3):
+        for case in check.cases(unit, seed):
+            got, want = check.kernel_outputs(unit, case), check.openvino_outputs(unit, case)
+            rois = np.flatnonzero(want[0][:, 0] == -1)
+            used = rois[0] if rois.size else len(want[0])
+            np.testing.assert_array_equal(got[0], want[0], err_msg=case.id)
+            np.testing.assert_array_equal(got[1][:used], want[1][:used], err_msg=case.id)
+            compared += 1
+    for case in check.cases(unit)[:2]:
+        from converters.openvino_ir import import_ir
+        import onnx_bridge
+        model = import_ir(check.openvino_model(unit, case))
+        got = onnx_bridge.InferenceSession(model.SerializeToString()).run(None, check.feeds(unit, case))
+        want = check.openvino_outputs(unit, case)
+        np.testing.assert_array_equal(got[0], want[0], err_msg=case.id)
+        check.check_export(unit, case, pathlib.Path(tempfile.mkdtemp()))
+        check.check_reference_and_schema(unit, case)
+    print("COMPARED", compared)
+""")
+
+
+def test_matches_openvino_in_a_subprocess():
+    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    compared = int(result.stdout.split("COMPARED")[1].split()[0])
+    assert compared >= 25, result.stdout
+
+
+@pytest.mark.parametrize("case,message", UNIT.bad_cases(), ids=lambda c: getattr(c, "id", ""))
+def test_bad_inputs_raise_op_error(case, message):
+    check.check_bad_case(UNIT, case, message)
