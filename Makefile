@@ -9,12 +9,12 @@ STAMP  := $(VENV)/.installed
 LOWEST := .venv-lowest
 LOWEST_STAMP := $(LOWEST)/.installed
 
-.PHONY: demo test test-newest test-lowest bench conformance clean
+.PHONY: demo test test-newest test-lowest test-optimum bench conformance clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,torch,zoo]' 'torch==2.13.0'
+	$(BIN)/python -m pip install -q -e '.[test,torch,zoo,llm]' 'torch==2.13.0'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -41,11 +41,25 @@ test-lowest: $(LOWEST_STAMP)
 		ort.__version__, 'onnxruntime-extensions', ortx.__version__)"
 	$(LOWEST)/bin/python -m pytest -n 2 -q -m "not wheel"
 
+# A real optimum-intel LLM export (tests/test_llm_optimum.py): optimum-intel pins transformers < 5.6, so it gets
+# its own venv (not part of `make test`: ~2 min to install, ~1 min to run).
+OPTIMUM := .venv-optimum
+$(OPTIMUM)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(OPTIMUM)
+	$(OPTIMUM)/bin/python -m pip install -q --upgrade pip
+	$(OPTIMUM)/bin/python -m pip install -q -e '.[test,torch,llm]' 'torch==2.13.0' 'optimum-intel[openvino]==2.2.0' \
+		'transformers>=5,<5.6'
+	touch $@
+
+test-optimum: $(OPTIMUM)/.installed
+	$(OPTIMUM)/bin/python -m pytest -n 2 -q tests/test_llm_optimum.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/real_models.py
 
 conformance: $(STAMP)
 	$(BIN)/onnx-bridge conformance
 
 clean:
-	rm -rf $(VENV) $(LOWEST) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(LOWEST) $(OPTIMUM) .pytest_cache .hypothesis build *.egg-info

@@ -49,7 +49,7 @@ def _is_ir(model) -> bool:
 
 def convert(model, to: str = "standard", mode: str = "default", strict: bool | str = False,
             output=None, ops=None, as_functions: bool = False, external_data: bool | None = None,
-            weights: Weights | None = None) -> tuple[onnx.ModelProto, Report]:
+            weights: Weights | None = None, int8: str = "qdq") -> tuple[onnx.ModelProto, Report]:
     """Convert `model` (ModelProto, bytes, .onnx path, or OpenVINO IR .xml path) and report per node.
 
     to:     "standard" lowers dialect nodes to standard ONNX (opset 18) wherever the result is exact;
@@ -74,6 +74,9 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
             stay in it, as views of OpenVINO's weights, instead of in the returned model; write the model
             with save_model(model, path, weights=weights). With `output` they are written straight from
             OpenVINO's memory either way (one pass, no copy of the weights).
+    int8:   (OpenVINO IR input) "qdq" writes FakeQuantize as QuantizeLinear/DequantizeLinear where its limits
+            map onto a scale and zero point (the others stay exact, a note each in the report); "exact"
+            writes OpenVINO's reference formula everywhere.
     Dialect nodes inside subgraphs and model-local function bodies are converted too.
     The input is never modified. Returns (new model, Report); after writing external data, the returned
     model's large initializers refer to it (onnx.load_external_data_for_model(model, output's directory)).
@@ -88,11 +91,15 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
         raise ConversionError("as_functions applies to to='standard' only")
     if to == "openvino-ir" and (output is None or Path(output).suffix.lower() != ".xml"):
         raise ConversionError("to='openvino-ir' writes OpenVINO IR: give output='model.xml'")
+    if int8 not in ("qdq", "exact"):
+        raise ConversionError(f"unknown int8 form {int8!r}; choose qdq or exact")
+    notes: list[str] = []
     if weights is not None and not (_is_ir(model) and to == "standard"):
         raise ConversionError("weights= applies to an OpenVINO IR input converted to='standard'")
     if _is_ir(model):
         deferred = weights if weights is not None else Weights() if output is not None else None
-        model = _openvino_ir().import_ir(model, defer=None if to != "standard" else deferred)
+        model = _openvino_ir().import_ir(model, defer=None if to != "standard" else deferred,
+                                           int8=int8, notes=notes)
         if deferred is not None and len(deferred) and opset_of(model, DOMAIN) is not None:
             # the lowering rules read their nodes' constant inputs from the model
             deferred.materialize(model, {name for graph in all_graphs(model.graph) for node in graph.node
@@ -103,6 +110,7 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
         report = lower(model, mode, strict, ops, as_functions)
     else:
         report = raise_(model, mode, strict, ops)
+    report.notes[:0] = notes
     if to == "openvino-ir":
         _openvino_ir().export_ir(model, output)
     elif output is not None:

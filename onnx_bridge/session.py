@@ -36,6 +36,7 @@ from converters.model_io import load_model, needs_external_data, opset_of, save_
 from converters.passes import make_runnable
 from .config import DIALECT_OPSET, DOMAIN
 from .errors import ModelError, OpError
+from .state import State, state_pairs
 from . import user_ops as _user_ops
 
 _WIDENED_CODES = {NUMPY_TO_ONNX[t] for t in WIDENED_TYPES}
@@ -336,10 +337,16 @@ class InferenceSession:
 
     `sess_options` is never changed: the session uses a copy (see session_options). Runs from several
     threads, on one session or several, are independent: each raises its own errors.
+
+    stateful: a model with variables (inputs past_key_values.* / input_restored.* and their outputs
+    present.* / output_restored.*, as converted from a stateful OpenVINO IR) carries them from run to run
+    like an OpenVINO InferRequest (onnx_bridge/state.py): run() needs only the other inputs, reset_state()
+    starts over, a past given in the feeds overrides. None (default): when the model has variables. Such a
+    session's runs are sequential (the state is the session's).
     """
 
     def __init__(self, model, sess_options=None, providers=None, provider_options=None, *, lower=True,
-                 **kwargs):
+                 stateful: bool | None = None, **kwargs):
         source = load_model(model)
         self.conversion_report = None
         self._fallback = None
@@ -354,6 +361,17 @@ class InferenceSession:
         self.prepared_model = prepare_model(source)
         self._uses_pyops = _uses_pyops(self.prepared_model)
         self._session = self._create(self.prepared_model, self._uses_pyops)
+        pairs = state_pairs(source) if stateful is not False else []
+        if stateful and not pairs:
+            raise ModelError("stateful=True but the model has no variables (inputs past_key_values.* or "
+                             "input_restored.* with outputs present.* / output_restored.*)")
+        self._state = State(source, pairs) if pairs else None
+
+    def reset_state(self) -> None:
+        """Forget the variables: the next run starts from the model's initial state."""
+        if self._state is None:
+            raise ModelError("reset_state(): this session is not stateful")
+        self._state.reset()
 
     def _create(self, prepared, python_ops):
         sess_options, providers, provider_options, kwargs = self._session_args
@@ -366,6 +384,11 @@ class InferenceSession:
             raise ModelError(f"onnxruntime refused the model: {exc}") from exc
 
     def run(self, output_names, input_feed, run_options=None):
+        if self._state is not None:
+            return self._state.run(self._run, output_names, input_feed, run_options)
+        return self._run(output_names, input_feed, run_options)
+
+    def _run(self, output_names, input_feed, run_options=None):
         try:
             if not self._uses_pyops:
                 return self._session.run(output_names, input_feed, run_options)

@@ -37,12 +37,17 @@ def core():
     return openvino().Core()
 
 
-def import_ir(model, weights=None, *, defer=None) -> onnx.ModelProto:
+def import_ir(model, weights=None, *, defer=None, int8: str = "qdq", notes: list | None = None) -> onnx.ModelProto:
     """ONNX model of an OpenVINO IR (path of the .xml; the .bin beside it, or `weights`) or of an
-    openvino.Model. defer: a converters.model_io.Weights keeping the large constants (see the module doc)."""
+    openvino.Model. defer: a converters.model_io.Weights keeping the large constants (see the module doc).
+
+    int8: "qdq" (default) writes FakeQuantize as QuantizeLinear/DequantizeLinear wherever its limits map onto a
+    scale and zero point (onnxruntime runs integer kernels), "exact" as OpenVINO's reference formula
+    (rules/quantization.py). notes: a list receiving model-level notes (FakeQuantize kept exact, and why)."""
     ov = openvino()
     if isinstance(model, ov.Model):
-        return import_model(model, source=f"openvino.Model {model.get_friendly_name()!r}", defer=defer)
+        return import_model(model, source=f"openvino.Model {model.get_friendly_name()!r}", defer=defer, int8=int8,
+                            notes=notes)
     path = Path(model)
     if not path.is_file():
         raise ModelError(f"OpenVINO IR not found: {path}")
@@ -50,4 +55,5 @@ def import_ir(model, weights=None, *, defer=None) -> onnx.ModelProto:
         ov_model = core().read_model(str(path), None if weights is None else str(weights))
     except Exception as exc:
         raise ModelError(f"OpenVINO cannot read {path}: {exc}") from None
-    return import_model(ov_model, source=str(path), doc=f"imported from OpenVINO IR {path.name}", defer=defer)
+    return import_model(ov_model, source=str(path), doc=f"imported from OpenVINO IR {path.name}", defer=defer, int8=int8,
+                        notes=notes)

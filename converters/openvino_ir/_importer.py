@@ -22,6 +22,8 @@ from ..model_io import Weights
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
 from ._types import MappedPages, carried_type, constant_array, fill_tensor, onnx_type, value_info
+from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT, dequantized_weights
+from .rules.state import beam_gathers, refused_model_form, state_boundary
 
 
 def _unique(wanted: str, taken: set) -> str:
@@ -49,6 +51,12 @@ class _Shared:
         self.problems: list[str] = []
         self.visited = 0
         self.progress = None  # callable(count) for long conversions
+        self.int8 = "qdq"  # FakeQuantize form: "qdq" or "exact" (rules/quantization.py)
+        self.notes: list[str] = []  # model-level notes for the conversion report
+        self.states: dict[str, dict] = {}  # variable id -> its ReadValue/Assign (rules/state.py)
+        self.passthrough: set[str] = set()  # OV nodes whose output is their input 0 (beam_idx Gathers)
+        self.packed: dict[str, tuple] = {}  # 4-bit weight Constant -> its MatMulNBits inputs (quantization.py)
+        self.opset_of: dict[str, int] = {}  # output of a node needing a newer default-domain opset -> it
 
 
 class Context:
@@ -62,6 +70,7 @@ class Context:
         self.inputs: dict[str, onnx.ValueInfoProto] = {}   # OV node name -> graph input
         self.outputs: dict[str, str] = {}                  # OV Result name -> value it outputs
         self.node = None  # the OpenVINO node being converted
+        self.is_body = False
         self._emitted = 0  # nodes emitted for the current OpenVINO node
 
     @property
@@ -140,6 +149,9 @@ class Context:
                     shared.problems.append(f"{op_label(outer)} {outer.get_friendly_name()!r}: body parameter "
                                            f"{node.get_friendly_name()!r} is not connected")
                 continue
+            if node.get_name() in shared.passthrough:
+                self.bind(node.output(0), self.inp(node, 0))
+                continue
             handler = find(node)
             if handler is None:
                 shared.missing[op_label(node)] += 1
@@ -157,6 +169,7 @@ class Context:
     def body(self) -> "Context":
         """A Context for a subgraph of the current node (If branch, Loop body)."""
         sub = Context(self.shared)
+        sub.is_body = True
         sub.begin(self.node)
         return sub
 
@@ -292,25 +305,46 @@ def _referenced(graph: onnx.GraphProto, into: set) -> set:
     return into
 
 
+#: FakeQuantize forms (rules/quantization.py): "qdq" QuantizeLinear/DequantizeLinear where the limits map,
+#: "exact" OpenVINO's reference formula everywhere
+INT8_FORMS = ("qdq", "exact")
+
+
+
 #: With a Weights object, constants of more elements than this stay out of the ModelProto (graph._LIGHT_LIMIT:
 #: the lowering rules never read such a constant's value).
 DEFER_ELEMENTS = 1024
 
 
 def import_model(ov_model, *, source: str = "model", doc: str | None = None,
-                 progress: bool | None = None, defer: Weights | None = None) -> onnx.ModelProto:
+                 progress: bool | None = None, defer: Weights | None = None,
+                 int8: str = "qdq", notes: list | None = None) -> onnx.ModelProto:
     """ONNX of an openvino.Model; `source` names it in errors, `doc` is the model's doc_string.
 
     progress: a line on stderr now and then for long conversions (None: when stderr is a terminal or the
     conversion takes longer than PROGRESS_AFTER seconds).
     defer: a model_io.Weights to keep the data of constants over DEFER_ELEMENTS elements in, as views of
     OpenVINO's weights (model_io.save_model(model, path, weights=weights) writes them straight to the file);
-    None puts every constant's bytes into the ModelProto."""
+    None puts every constant's bytes into the ModelProto.
+    int8: the form of FakeQuantize, one of INT8_FORMS. notes: a list that receives model-level notes (e.g.
+    each FakeQuantize kept in the exact form, with the reason)."""
+    if int8 not in INT8_FORMS:
+        raise ConversionError(f"unknown int8 form {int8!r}; choose one of {', '.join(INT8_FORMS)}")
+    refused = refused_model_form(ov_model)
+    if refused:
+        raise ConversionError(f"cannot import {source} into ONNX: {refused}")
     ctx = Context()
     ctx.shared.progress = _Progress(source, progress)
+    ctx.shared.int8 = int8
+    ctx.shared.passthrough, beam_idx = beam_gathers(ov_model)
     ctx.walk(ov_model)
     ctx.shared.progress.done()
     shared = ctx.shared
+    if shared.states and not shared.problems:
+        try:
+            state_inputs, state_outputs = state_boundary(ctx)
+        except Unsupported as reason:
+            shared.problems.append(f"state: {reason}")
     if shared.missing or shared.problems:
         lines = [f"cannot import {source} into ONNX"]
         if shared.missing:
@@ -320,21 +354,36 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         lines += [f"unsupported configuration: {problem}" for problem in shared.problems]
         lines.append("supported ops: converters.openvino_ir.supported_ops() / docs/openvino_ir.md")
         raise ConversionError("\n  ".join(lines))
+    if notes is not None:
+        notes.extend(shared.notes)
 
     ctx.begin(None)
-    inputs = [ctx.inputs[p.get_name()] for p in ov_model.get_parameters()]
+    inputs = [ctx.inputs[p.get_name()] for p in ov_model.get_parameters() if p.get_name() != beam_idx]
+    results = [(None, ctx.outputs[r.get_name()], r.input_value(0)) for r in ov_model.get_results()]
+    if shared.states:  # variables: inputs and outputs as OpenVINO's stateful_to_stateless_transformation
+        inputs += state_inputs
+        results += state_outputs
     outputs, used = [], {i.name for i in inputs} | {name for name, _, _ in ctx.initializers}
-    for result in ov_model.get_results():
-        value = ctx.outputs[result.get_name()]
-        source_output = result.input_value(0)
-        if value in used:  # a graph output must be a distinct name produced by a node
-            value = ctx.emit("Identity", [value], [ctx.unique(f"{value}_output")])
+    for wanted, value, source_output in results:
+        if value in used or (wanted is not None and value != wanted):  # a distinct name produced by a node
+            value = ctx.emit("Identity", [value], [wanted or ctx.unique(f"{value}_output")])
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
+    if int8 == "qdq":
+        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values())
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
     live = _live(ctx.nodes, referenced)
-    opsets = [helper.make_opsetid("", TARGET_OPSET)]
+    opset = max([TARGET_OPSET] + [shared.opset_of.get(n.output[0], 0) for n in live])
+    if opset > TARGET_OPSET:  # 4-bit weights: DequantizeLinear-21 (rules/quantization.py)
+        changed = sorted({f"{n.op_type} ({CHANGED_BY_OPSET_21[n.op_type]})" for n in live
+                          if n.op_type in CHANGED_BY_OPSET_21})
+        if changed:
+            raise ConversionError(f"cannot import {source} into ONNX: its compressed weights need opset "
+                                  f"{opset}, which changes {', '.join(changed)}")
+    opsets = [helper.make_opsetid("", opset)]
+    if any(n.domain == MICROSOFT for n in live):
+        opsets.append(helper.make_opsetid(MICROSOFT, 1))
     if ctx.uses_dialect:
         opsets.append(helper.make_opsetid(DOMAIN, DIALECT_OPSET))
     model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,
@@ -347,11 +396,12 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     mapped = MappedPages() if defer is None else None
     for name, code, array in ctx.initializers:
         if name in referenced:
-            if defer is not None and array.size > DEFER_ELEMENTS:
+            dense = isinstance(array, np.ndarray)  # else packed 4-bit values (_types.Nibbles): written inline
+            if defer is not None and dense and array.size > DEFER_ELEMENTS:
                 defer.defer(model.graph.initializer.add(), array, name, code)
             else:
                 fill_tensor(model.graph.initializer.add(), array, name, code)
-                if mapped is not None:  # copied: the weights are not held twice
+                if mapped is not None and dense:  # copied: the weights are not held twice
                     mapped.release(array)
     return model
 

@@ -50,6 +50,22 @@ def unpack_nibbles(packed: np.ndarray, signed: bool, shape) -> np.ndarray:
     return values.reshape(tuple(shape))
 
 
+class Nibbles:
+    """4-bit integers packed two to a byte, element 2k in the low nibble of byte k (OpenVINO's u4/i4 bytes and
+    ONNX's UINT4/INT4 raw_data alike): an initializer value for fill_tensor."""
+
+    def __init__(self, packed: np.ndarray, shape: tuple[int, ...]):
+        self.packed, self.shape = packed, tuple(shape)
+        self.nbytes = packed.nbytes
+
+    @classmethod
+    def pack(cls, values: np.ndarray) -> "Nibbles":
+        flat = np.asarray(values).astype(np.uint8).reshape(-1) & 0x0F
+        if flat.size % 2:
+            flat = np.append(flat, np.uint8(0))
+        return cls(flat[0::2] | (flat[1::2] << 4), np.shape(values))
+
+
 def numpy_type(code: int) -> np.dtype:
     return ONNX_TO_NUMPY[code]
 
@@ -123,6 +139,11 @@ def tensor_proto(array: np.ndarray, name: str, code: int) -> TensorProto:
 
 def fill_tensor(tensor: TensorProto, array: np.ndarray, name: str, code: int) -> TensorProto:
     """Fill `tensor` (e.g. a new entry of graph.initializer, so the bytes are not copied twice) in place."""
+    if isinstance(array, Nibbles):  # UINT4/INT4
+        tensor.name, tensor.data_type = name, code
+        tensor.dims.extend(array.shape)
+        tensor.raw_data = array.packed.tobytes()
+        return tensor
     array = np.asarray(array, dtype=numpy_type(code))  # (ascontiguousarray would make 0-D 1-D)
     tensor.name, tensor.data_type = name, code
     tensor.dims.extend(array.shape)

@@ -1,5 +1,5 @@
 """onnx-bridge convert IN -o OUT --to standard|openvino|openvino-ir [--mode ...] [--strict] [--as-functions]
-[--report F.json]
+[--int8 qdq|exact] [--external-data] [--genai] [--report F.json]
 
 Every output (-o, the .bin of an IR, --report) is checked before converting and written all-or-nothing
 (onnx_bridge/commands/_files.py)."""
@@ -38,6 +38,11 @@ def add_arguments(parser) -> None:
                         help="(--to standard) keep each dialect node with an exact lowering as a call of a "
                              "model-local function whose body is that lowering: plain onnxruntime runs it, "
                              "tools still see the op, --to openvino restores the plain node")
+    parser.add_argument("--int8", choices=("qdq", "exact"), default="qdq",
+                        help="(OpenVINO IR input) qdq: FakeQuantize as QuantizeLinear/DequantizeLinear where its "
+                             "limits map onto a scale and zero point, so onnxruntime runs integer kernels "
+                             "(default; the others stay exact, noted in the report); exact: OpenVINO's "
+                             "reference formula everywhere")
     parser.add_argument("--report", metavar="FILE.json", help="also write the report as JSON")
     parser.add_argument("--allow-invalid", action="store_true",
                         help="write the result even when a dialect node in it can never run (a required "
@@ -45,6 +50,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--external-data", action="store_true",
                         help="write the weights to OUTPUT.data beside the .onnx (ONNX external data); done "
                              "anyway when they pass protobuf's 2 GB limit")
+    parser.add_argument("--genai", action="store_true",
+                        help="(OpenVINO IR LLM -> .onnx) also write genai_config.json beside the output for "
+                             "onnxruntime-genai, from the config.json / generation_config.json beside the .xml "
+                             "(optimum-intel writes them) or the model's shapes (docs/llm.md)")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the OpenVINO ops (and versions) an IR may contain, what each becomes in "
                              "ONNX and what it refuses, then exit")
@@ -84,9 +93,11 @@ def main(args) -> int:
         outputs.add(args.report, lambda staging: (staging / Path(args.report).name).write_text(
             converted["report"].to_json() + "\n"), "report")
 
+    if args.genai and (to_ir or args.to != "standard" or source.suffix.lower() != ".xml"):
+        raise ConversionError("--genai converts an OpenVINO IR LLM (.xml) to standard ONNX (--to standard)")
     try:
         model, report = convert(source, to="openvino" if to_ir else args.to, mode=args.mode, strict=args.strict,
-                                as_functions=args.as_functions, weights=weights)
+                                as_functions=args.as_functions, weights=weights, int8=args.int8)
     except ConversionError as error:
         if source.suffix.lower() == ".xml":  # the importer lists every unsupported op and configuration
             raise RefusedModelError(f"refused: {error}") from None
@@ -100,6 +111,12 @@ def main(args) -> int:
         from converters.openvino_ir._exporter import to_openvino
         model = to_openvino(model)  # OpenVINO's refusals surface here, before anything is written
     converted.update(model=model, report=report)
+    if args.genai:
+        from onnx_bridge.llm import GENAI_CONFIG, genai_config
+        import json
+        config = genai_config(model, Path(args.output).name, source.parent)
+        outputs.add_bytes(Path(args.output).parent / GENAI_CONFIG, (json.dumps(config, indent=2) + "\n").encode(),
+                          "genai config")
     outputs.commit()
     for line in invalid:
         print(f"warning: written with a node that can never run: {line}")
@@ -107,6 +124,8 @@ def main(args) -> int:
         companion = f" and {Path(args.output).with_suffix('.bin')}"
     else:
         companion = f" and {args.output}.data" if converted.get("data") else ""
+    if args.genai:
+        companion += f" and {Path(args.output).parent / 'genai_config.json'}"
     print(f"wrote {args.output}{companion}")
     return 0
 

@@ -39,6 +39,9 @@ def _group_weights(ctx, node, index: int) -> tuple[str, int]:
     value = ctx.const_value(node, index)
     if value is not None:
         return ctx.const(value.reshape((-1,) + value.shape[2:]), "weights"), groups
+    if shape.is_static:  # a constant target (lets the QDQ form move it into int8 weights)
+        target = ctx.const(np.array([-1] + [d.get_length() for d in shape][2:], np.int64), "shape")
+        return ctx.emit("Reshape", [ctx.inp(node, index), target]), groups
     # [-1] + dims 2.. of the weights, computed (they may be dynamic)
     tail = ctx.emit("Slice", [ctx.emit("Shape", [ctx.inp(node, index)]), ctx.const(np.array([2], np.int64), "two"),
                               ctx.const(np.array([np.iinfo(np.int64).max], np.int64), "end")])
@@ -53,11 +56,60 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
                     "padding with dilations",)
 
 
-@rule("Convolution", versions=(1,), onnx="Conv", notes=_FORWARD_NOTES, refuses=_FORWARD_REFUSES)
+@rule("Convolution", versions=(1,), onnx="Conv (3-D with static shapes: 2-D Convs over frames, summed)",
+      notes=_FORWARD_NOTES + "; a 3-D convolution of static shapes runs as one 2-D Conv per temporal kernel tap "
+            "over all frames at once, summed (onnxruntime's 2-D convolutions are about 1.6x faster than its "
+            "3-D ones: docs/performance.md); the sum's order differs (float accumulation)",
+      refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
-    ctx.emit("Conv", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)],
-             **_forward_pads(node, node.get_attributes()))
+    attributes = _forward_pads(node, node.get_attributes())
+    if _frames_as_2d(ctx, node, attributes):
+        return
+    ctx.emit("Conv", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)], **attributes)
+
+
+def _frames_as_2d(ctx, node, attributes) -> bool:
+    """A 3-D convolution of static shapes as 2-D convolutions: for each temporal tap t of the kernel, the frames
+    it reads (strided, dilated, after padding the time axis) folded into the batch, convolved with the
+    weights' slice t; the taps summed, those reading padding only left out (onnxruntime's 3-D Conv multiplies
+    them). Returns False (nothing emitted) where it does not apply."""
+    data, weights, out = (node.get_input_partial_shape(0), node.get_input_partial_shape(1),
+                          node.get_output_partial_shape(0))
+    if not (data.is_static and weights.is_static and out.is_static and len(data) == 5) or "pads" not in attributes:
+        return False
+    if node.input_value(0).get_node().get_type_name() == "FakeQuantize":
+        return False  # a quantized convolution: kept whole for onnxruntime's QDQ fusion
+    n, c, frames = (d.get_length() for d in list(data)[:3])
+    outputs, taps = weights[0].get_length(), weights[2].get_length()
+    out_frames, height, width = (d.get_length() for d in list(out)[2:])
+    stride, dilation = attributes["strides"][0], attributes["dilations"][0]
+    pads = attributes["pads"]
+    x = ctx.inp(node, 0)
+    if pads[0] or pads[3]:
+        x = ctx.emit("Pad", [x, ctx.const(np.array([0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0], np.int64),
+                                          "pads")])
+    x = ctx.emit("Transpose", [x], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
+    flat = ctx.const(np.array([n * out_frames, c] + [d.get_length() for d in list(data)[3:]], np.int64),
+                     "frames_in_batch")
+    conv2d = {"strides": attributes["strides"][1:], "dilations": attributes["dilations"][1:],
+              "pads": pads[1:3] + pads[4:6]}
+    one = ctx.const(np.array([1], np.int64), "axis")
+    partial = []
+    for tap in range(taps):
+        start = tap * dilation
+        if all(not 0 <= start + t * stride - pads[0] < frames for t in range(out_frames)):
+            continue  # a tap that reads padding only adds zeros (deep layers of video models: 1 frame left)
+        frames_read = ctx.emit("Slice", [x, ctx.const(np.array([start], np.int64), "start"),
+                                         ctx.const(np.array([start + (out_frames - 1) * stride + 1], np.int64), "end"),
+                                         one, ctx.const(np.array([stride], np.int64), "step")])
+        kernel = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")], axis=2)
+        partial.append(ctx.emit("Conv", [ctx.emit("Reshape", [frames_read, flat]), kernel], **conv2d))
+    total = partial[0] if len(partial) == 1 else ctx.emit("Sum", partial)
+    shaped = ctx.emit("Reshape", [total, ctx.const(np.array([n, out_frames, outputs, height, width], np.int64),
+                                                   "frames_out")])
+    ctx.emit("Transpose", [shaped], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
+    return True
 
 
 @rule("GroupConvolution", versions=(1,), onnx="Conv (group), weights reshaped",

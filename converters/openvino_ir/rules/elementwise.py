@@ -184,16 +184,17 @@ def elu(ctx, node):
     ctx.emit("Elu", [ctx.inp(node, 0)], [ctx.out(node)], alpha=float(node.get_attributes()["alpha"]))
 
 
-@rule("Gelu", versions=(2, 7), onnx="Erf or Tanh, Mul, Add",
-      notes="approximation_mode erf (Gelu-2's only mode) or tanh, decomposed (ONNX Gelu is opset 20)")
+@rule("Gelu", versions=(2, 7), onnx="Div, Erf or Tanh, Mul, Add",
+      notes="approximation_mode erf (Gelu-2's only mode) or tanh, decomposed (ONNX Gelu is opset 20); the erf "
+            "form is the pattern onnxruntime fuses into one Gelu kernel")
 def gelu(ctx, node):
     mode = node.get_attributes().get("approximation_mode", "ERF").lower()
     x = ctx.inp(node, 0)
     dtype = numpy_type(ctx.elem(node, 0))
     half = ctx.const(np.array(0.5, dtype), "half")
     one = ctx.const(np.array(1.0, dtype), "one")
-    if mode == "erf":  # 0.5 x (1 + erf(x / sqrt 2))
-        inner = ctx.emit("Erf", [ctx.emit("Mul", [x, ctx.const(np.array(1 / math.sqrt(2), dtype), "c")])])
+    if mode == "erf":  # 0.5 x (1 + erf(x / sqrt 2)); divided, the form onnxruntime fuses into its Gelu kernel
+        inner = ctx.emit("Erf", [ctx.emit("Div", [x, ctx.const(np.array(math.sqrt(2), dtype), "sqrt2")])])
     elif mode == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         cube = ctx.emit("Mul", [ctx.emit("Mul", [x, x]), x])
         poly = ctx.emit("Add", [x, ctx.emit("Mul", [cube, ctx.const(np.array(0.044715, dtype), "c")])])

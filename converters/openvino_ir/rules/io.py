@@ -38,9 +38,10 @@ def result(ctx, node):
 
 
 @rule("Convert", versions=(1,),
-      onnx="Cast",
+      onnx="Cast; DequantizeLinear for weight decompression",
       notes="float -> integer truncates in both; out-of-range values: the CPU plugin saturates, ONNX Cast is "
-            "undefined; constant weight decompression (f16 -> f32) computed in f32")
+            "undefined; constant weight decompression (f16 -> f32) computed in f32, as one DequantizeLinear "
+            "where it is (W - zero point) * scale (blocked or 4-bit: opset 21)")
 def convert(ctx, node):
     # Float -> integer truncates toward zero in both; out-of-range values saturate in OpenVINO's CPU
     # plugin but are undefined in ONNX Cast (see docs/openvino_ir.md).

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .._registry import Unsupported, rule
+from .quantization import matmul_nbits
 
 
 def _transposed(ctx, node, index: int) -> str:
@@ -16,10 +17,15 @@ def _transposed(ctx, node, index: int) -> str:
 
 
 @rule("MatMul", versions=(1,),
-      onnx="MatMul (+ Transpose of the last two dims for transpose_a/b)",
-      notes="1-D operands are not transposed; accumulation order differs between runtimes (last bits)",
+      onnx="MatMul (+ Transpose of the last two dims for transpose_a/b); com.microsoft MatMulNBits for a "
+           "compressed weight",
+      notes="1-D operands are not transposed; accumulation order differs between runtimes (last bits); "
+            "x @ decompressed u4/i4/u8/i8 weight^T (nncf: per channel or groups of 16-256) is one MatMulNBits, "
+            "accuracy_level 0 (exact f32 dequantization, activations not quantized)",
       refuses=("transpose_a/b of an operand of dynamic rank",))
 def matmul(ctx, node):
+    if matmul_nbits(ctx, node):  # compressed weights stay compressed (rules/quantization.py)
+        return
     attributes = node.get_attributes()
     a = _transposed(ctx, node, 0) if attributes.get("transpose_a") else ctx.inp(node, 0)
     b = _transposed(ctx, node, 1) if attributes.get("transpose_b") else ctx.inp(node, 1)

@@ -7,8 +7,19 @@ operation in the data's precision:
     x >  max(il, ih)  -> oh
     otherwise         -> nearbyint((x - il) / (ih - il) * (levels - 1)) / (levels - 1) * (oh - ol) + ol
 
-nearbyint rounds half to even, as ONNX Round does. QuantizeLinear/DequantizeLinear are not used: they
-compute x / scale + zero_point (another rounding path), so they are not provably identical.
+nearbyint rounds half to even, as ONNX Round does (the exact form, `int8="exact"`).
+
+The default form (`int8="qdq"`) is QuantizeLinear -> DequantizeLinear wherever the limits map onto a scale and
+zero point: input range == output range, input_high > input_low, the limits varying along one axis at most
+(per-tensor or per-channel), levels <= 256 and the zero point -input_low / scale an integer in [0, 255]
+(within ZERO_POINT_TOLERANCE). Activations become uint8 (zero point Z; Clip to the limits first when
+levels < 256), constant weights an int8 initializer holding the integer levels computed with the reference
+formula + DequantizeLinear, so onnxruntime's QDQ fusions run integer convolutions and matmuls;
+dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take.
+Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
+(levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
+plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
+FakeQuantize that does not map keeps the exact form, its reason in the conversion report's notes.
 
 Compressed weights (nncf.compress_weights, OpenVINO's compress_to_fp16): Constant(u8/i8/u4/i4) -> Convert(f16)
 -> [Subtract(Convert(zero point))] -> Multiply(f16 scale) -> [Reshape] -> Convert(f32). OpenVINO's plugins
@@ -16,6 +27,14 @@ decompress such constant subgraphs in f32 (measured: the CPU plugin's result is 
 chain in f32, and differs by up to 1 f16 ulp of each weight from computing it in f16 as the types say). So
 when a Convert f16 -> f32 reads a subgraph made of Constants only, that subgraph is emitted again in f32
 (the f16 nodes become dead and are pruned). u4/i4 constants are carried unpacked as uint8/int8 (exact).
+
+Weights stay compressed: a Multiply(Convert(W) [- Convert(ZP)], scale) of Constants (W, ZP u8/i8/u4/i4 of one
+type, scale f16/f32) becomes one DequantizeLinear computing (W - ZP) * scale in f32 (ZP and scale read exactly,
+one rounding: the value the CPU plugin computes). Scale broadcast over every axis of W: per tensor; over all
+but one axis: per axis (opset 13); over exactly one axis: blocked along it (nncf's group-wise [N, K/g, g] weight
+with [N, K/g, 1] scales: axis 2, block_size g). Blocked quantization and the 4-bit types need DequantizeLinear-21,
+so such a model imports default-domain opset 21 (MIN_OPSET_4BIT); u4/i4 are then written as ONNX UINT4/INT4,
+OpenVINO's packed bytes as they are (both put element 2k in the low nibble of byte k).
 """
 from __future__ import annotations
 
@@ -23,12 +42,26 @@ import numpy as np
 from onnx import TensorProto
 
 from .._registry import Unsupported, rule
-from .._types import constant_array, numpy_type
+from .._types import Nibbles, constant_array, numpy_type
+
+#: DequantizeLinear-21: block_size and INT4/UINT4
+MIN_OPSET_4BIT = 21
+#: Ops whose meaning changes between opsets 18 and 21 (the others only gain types, or attributes whose
+#: default is the old behaviour): a model holding one cannot move to opset 21 for 4-bit weights.
+CHANGED_BY_OPSET_21 = {"DFT": "DFT-20 takes axis as an input", "GridSample": "GridSample-20 renames modes",
+                       "GroupNormalization": "GroupNormalization-21 scales per channel"}
 
 
-@rule("FakeQuantize", versions=(1,), onnx="Sub, Div, Mul, Round, Add, Min, Max, LessOrEqual, Greater, Where",
-      notes="OpenVINO's reference formula operation for operation (round half to even); per-tensor and "
-            "per-channel limits broadcast numpy-style",
+@rule("FakeQuantize", versions=(1,),
+      onnx="QuantizeLinear, DequantizeLinear (default, where the limits map onto a scale and zero point; "
+           "constant weights: int8 initializer + DequantizeLinear); else Sub, Div, Mul, Round, Add, Min, Max, "
+           "LessOrEqual, Greater, Where",
+      notes="QDQ (int8='qdq', default): a level apart from the reference on near-ties of the rounding, as "
+            "OpenVINO's CPU plugin; a FakeQuantize that does not map (levels > 256, output range != input "
+            "range, zero point not an integer in [0, 255], limits varying along two axes, per-channel limits on "
+            "activations, f16 data) keeps the "
+            "exact form, the reason in the report's notes. int8='exact': OpenVINO's reference formula "
+            "operation for operation (round half to even); limits broadcast numpy-style",
       refuses=("auto_broadcast pdpd: not ONNX broadcasting",))
 def fake_quantize(ctx, node):
     attributes = node.get_attributes()
@@ -38,6 +71,11 @@ def fake_quantize(ctx, node):
     levels = int(attributes["levels"])
     if levels < 2:
         raise Unsupported(f"levels={levels} (needs at least 2)")
+    if ctx.shared.int8 == "qdq":
+        reason = _qdq(ctx, node, levels)
+        if reason is None:
+            return
+        ctx.shared.notes.append(f"FakeQuantize {node.get_friendly_name()!r} kept in the exact form: {reason}")
     code = ctx.elem(node, 0)
     dtype = numpy_type(code)
     x, in_low, in_high, out_low, out_high = (ctx.inp(node, i) for i in range(5))
@@ -50,6 +88,101 @@ def fake_quantize(ctx, node):
     above = ctx.emit("Greater", [x, ctx.emit("Max", [in_low, in_high])])
     upper = ctx.emit("Where", [above, out_high, value])
     ctx.emit("Where", [below, out_low, upper], [ctx.out(node)])
+
+
+#: |Z - round(Z)| allowed for the zero point Z = -input_low / scale (float32 limits written from an integer
+#: zero point carry a few ulps of error; the grid moves by at most this fraction of a level)
+ZERO_POINT_TOLERANCE = 1e-3
+
+
+def _constant_input(node) -> np.ndarray | None:
+    """Input 0 of `node` as float32 when it is a Constant (or a Convert of one: f16-compressed weights)."""
+    producer = node.input_value(0).get_node()
+    if producer.get_type_name() == "Convert" and producer.input_value(0).get_node().get_type_name() == "Constant":
+        producer = producer.input_value(0).get_node()
+        if not producer.get_output_element_type(0).is_real():
+            return None
+    if producer.get_type_name() != "Constant":
+        return None
+    return constant_array(producer).astype(np.float32)
+
+
+def _qdq_parameters(ctx, node, levels: int):
+    """(scale, zero point Z, axis or None, per-axis limits (il, ih)) of a FakeQuantize that maps onto QDQ, or
+    the reason (str) it does not."""
+    if ctx.elem(node, 0) != TensorProto.FLOAT:
+        return "data is not float32 (QuantizeLinear of opset 18 takes float32)"
+    if levels > 256:
+        return f"levels={levels} do not fit 8 bits"
+    rank = ctx.rank(node, 0)
+    limits = [ctx.const_value(node, i) for i in range(1, 5)]
+    if rank is None or any(v is None for v in limits):
+        return "limits are not constants" if rank is not None else "data of dynamic rank"
+    if any(v.ndim > rank for v in limits):
+        return "limits of higher rank than the data"
+    il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
+    il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
+    if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
+        return "output range differs from input range"
+    if not np.all(ih > il):
+        return "input_high <= input_low somewhere"
+    varying = [d for d in range(rank) if il.shape[d] > 1]
+    if len(varying) > 1:
+        return f"limits vary along {len(varying)} axes (QDQ takes one)"
+    axis = varying[0] if varying else None
+    il, ih = il.reshape(-1), ih.reshape(-1)
+    if axis is None:
+        il, ih = il[:1], ih[:1]
+    scale = (ih - il) / np.float32(levels - 1)
+    zero = -il / scale
+    rounded = np.round(zero)
+    if np.any(np.abs(zero - rounded) > ZERO_POINT_TOLERANCE):
+        worst = zero[np.argmax(np.abs(zero - rounded))]
+        return f"zero point -input_low / scale = {worst:.4g} is not an integer"
+    if np.any(rounded < 0) or np.any(rounded > 255):
+        worst = rounded[np.argmax(np.maximum(-rounded, rounded - 255))]
+        return f"zero point {worst:.0f} outside [0, 255] (the range does not hold 0)"
+    return scale, rounded.astype(np.int64), axis, il, ih
+
+
+def _qdq(ctx, node, levels: int) -> str | None:
+    """Emit the QDQ form of FakeQuantize `node` and return None, or return why it does not map."""
+    found = _qdq_parameters(ctx, node, levels)
+    if isinstance(found, str):
+        return found
+    scale, zero, axis, il, ih = found
+    per_axis = {} if axis is None else {"axis": axis}
+    scale_name = ctx.const(scale if axis is not None else scale.reshape(()), "scale")
+    weights = _constant_input(node)
+    if weights is not None:
+        # the integer levels k in [0, levels - 1] by the reference formula (numpy: round half to even)
+        shape = [1] * weights.ndim
+        if axis is not None:
+            shape[axis] = -1
+        low, high = il.reshape(shape), ih.reshape(shape)
+        k = np.round((weights - low) / (high - low) * np.float32(levels - 1))
+        k = np.where(weights <= low, 0, np.where(weights > high, levels - 1, k))
+        z = zero.reshape(shape)
+        # int8 with zero point 0 when the levels fit (symmetric weights), else zero point Z - 128
+        # (value = (k - Z) * scale = (q - zero point) * scale)
+        if np.all(levels - 1 - zero <= 127) and np.all(zero <= 128):
+            q, point = k - z, np.zeros_like(zero)
+        else:
+            q, point = k - 128, zero - 128
+        point = point.astype(np.int8)
+        ctx.emit("DequantizeLinear", [ctx.const(q.astype(np.int8), "int8_weights"), scale_name,
+                                      ctx.const(point if axis is not None else point.reshape(()), "zero_point")],
+                 [ctx.out(node)], **per_axis)
+        return None
+    if levels < 256 and axis is not None:
+        return f"levels={levels} with per-channel activation limits (Clip takes one range)"
+    x = ctx.inp(node, 0)
+    if levels < 256:  # QuantizeLinear clamps to [0, 255] only: clamp to the limits first
+        x = ctx.emit("Clip", [x, ctx.const(il.reshape(()), "low"), ctx.const(ih.reshape(()), "high")])
+    point = ctx.const(zero.astype(np.uint8) if axis is not None else zero.astype(np.uint8).reshape(()), "zero_point")
+    quantized = ctx.emit("QuantizeLinear", [x, scale_name, point], **per_axis)
+    ctx.emit("DequantizeLinear", [quantized, scale_name, point], [ctx.out(node)], **per_axis)
+    return None
 
 
 # -- weight decompression ---------------------------------------------------------------------------------
@@ -73,16 +206,105 @@ def _constant_only(output, depth: int = 0) -> tuple[bool, bool]:
     return True, integer_convert
 
 
-def _emit_f32(ctx, output) -> str:
-    """Re-emit a constant decompression subgraph computing in f32 (see the module doc)."""
+def _integer_constant(output):
+    """The Constant under Convert(Constant integer), else None."""
+    node = output.get_node()
+    if node.get_type_name() != "Convert":
+        return None
+    constant = node.input_value(0).get_node()
+    if constant.get_type_name() != "Constant" or constant.get_element_type().is_real():
+        return None
+    return constant
+
+
+_QUANTIZED = {"u8": TensorProto.UINT8, "i8": TensorProto.INT8, "u4": TensorProto.UINT4, "i4": TensorProto.INT4}
+
+
+def _dequantize(ctx, multiply, eight_bit: bool = True) -> str | None:
+    """DequantizeLinear for Multiply(Convert(W) [- Convert(ZP)], scale) of Constants, or None when the
+    subgraph is not of that form (the module doc)."""
+    for data_index in (0, 1):
+        data, scale_node = multiply.input_value(data_index).get_node(), multiply.input_value(1 - data_index).get_node()
+        if scale_node.get_type_name() != "Constant" or not scale_node.get_element_type().is_real():
+            continue
+        zero_point = None
+        if data.get_type_name() == "Subtract":
+            weight, zero_point = (_integer_constant(data.input_value(i)) for i in (0, 1))
+            if zero_point is None or zero_point.get_element_type() != (weight and weight.get_element_type()):
+                continue
+        else:
+            weight = _integer_constant(multiply.input_value(data_index))
+        if weight is None or weight.get_element_type().get_type_name() not in _QUANTIZED:
+            continue
+        if not eight_bit and weight.get_element_type().get_type_name() in ("u8", "i8"):
+            return None
+        return _emit_dequantize(ctx, weight, zero_point, constant_array(scale_node))
+    return None
+
+
+def _emit_dequantize(ctx, weight, zero_point, scale: np.ndarray) -> str | None:
+    shape = tuple(weight.get_output_shape(0))
+    if scale.ndim > len(shape):
+        return None
+    scale = scale.reshape((1,) * (len(shape) - scale.ndim) + scale.shape).astype(np.float32)
+    if any(s not in (1, w) for s, w in zip(scale.shape, shape)):
+        return None
+    kept = [d for d, (s, w) in enumerate(zip(scale.shape, shape)) if s == w and w != 1]
+    spread = [d for d, (s, w) in enumerate(zip(scale.shape, shape)) if s == 1 and w != 1]
+    if not spread:
+        return None  # a scale per element: not a quantization
+    attributes = {}
+    if not kept:
+        scale_shape = ()
+    elif len(kept) == 1:
+        scale_shape, attributes["axis"] = (shape[kept[0]],), kept[0]
+    elif len(spread) == 1:
+        scale_shape = scale.shape
+        attributes.update(axis=spread[0], block_size=shape[spread[0]])
+    else:
+        return None
+    type_name = weight.get_element_type().get_type_name()
+    code = _QUANTIZED[type_name]
+    four_bit = type_name in ("u4", "i4")
+    inputs = [_quantized_const(ctx, weight, code), ctx.const(scale.reshape(scale_shape), "scale")]
+    if zero_point is not None:
+        point = np.broadcast_to(constant_array(zero_point), scale.shape).reshape(scale_shape)
+        inputs.append(_quantized_const(ctx, point, code) if four_bit else ctx.const(np.ascontiguousarray(point),
+                                                                                   "zero_point"))
+    dequantized = ctx.emit("DequantizeLinear", inputs, **attributes)
+    if four_bit or "block_size" in attributes:
+        ctx.shared.opset_of[dequantized] = MIN_OPSET_4BIT
+    return dequantized
+
+
+def _quantized_const(ctx, source, code: int) -> str:
+    """An initializer of `source` (a u8/i8 Constant, a u4/i4 Constant kept packed, or unpacked 4-bit values)."""
+    name = ctx.temp("weight")
+    if isinstance(source, np.ndarray):
+        ctx.initializers.append((name, code, Nibbles.pack(source)))
+    elif code in (TensorProto.UINT4, TensorProto.INT4):
+        ctx.initializers.append((name, code, Nibbles(np.asarray(source.get_data()).view(np.uint8).reshape(-1),
+                                                     tuple(source.get_output_shape(0)))))
+    else:
+        return ctx.const(constant_array(source), "weight", name=name)
+    return name
+
+
+def _emit_f32(ctx, output, eight_bit: bool = True) -> str:
+    """Re-emit a constant decompression subgraph computing in f32 (see the module doc), as DequantizeLinear
+    where it has that form (8-bit weights only when `eight_bit`)."""
     node = output.get_node()
     kind = node.get_type_name()
+    if kind == "Multiply":
+        dequantized = _dequantize(ctx, node, eight_bit)
+        if dequantized is not None:
+            return dequantized
     if kind == "Constant":
         value = constant_array(node)
         if value.dtype == np.float16:
             return ctx.const(value.astype(np.float32), "f32")
         return ctx.value(output)  # an integer constant, already an initializer (u4/i4 unpacked)
-    inputs = [_emit_f32(ctx, node.input_value(i)) if i == 0 or kind in ("Subtract", "Multiply")
+    inputs = [_emit_f32(ctx, node.input_value(i), eight_bit) if i == 0 or kind in ("Subtract", "Multiply")
               else None for i in range(node.get_input_size())]
     if kind == "Convert":
         return ctx.emit("Cast", [inputs[0]], to=TensorProto.FLOAT)
@@ -109,5 +331,379 @@ def decompressed_in_f32(ctx, node) -> bool:
     ok, integer_convert = _constant_only(node.input_value(0))
     if not (ok and integer_convert):
         return False
-    ctx.emit("Identity", [_emit_f32(ctx, node.input_value(0))], [ctx.out(node)])
+    # An 8-bit weight read by a MatMul stays a Cast/Sub/Mul chain: onnxruntime folds it into an f32 weight at
+    # load (exact, f32 speed), while DequantizeLinear + MatMul is fused into a MatMulNBits that quantizes the
+    # activations (its default accuracy level 4) and 8-bit MatMulNBits at level 0 is 20-60x slower than f32.
+    to_matmul = any(t.get_node().get_type_name() == "MatMul" for t in node.output(0).get_target_inputs())
+    ctx.emit("Identity", [_emit_f32(ctx, node.input_value(0), not to_matmul)], [ctx.out(node)])
     return True
+
+
+# -- MatMul with compressed weights -> com.microsoft MatMulNBits -----------------------------------------
+#: MatMulNBits block sizes (a power of 2, at least 16); a per-channel scale is repeated over blocks of the
+#: largest that divides K
+_BLOCKS = (256, 128, 64, 32, 16)
+MICROSOFT = "com.microsoft"
+
+
+def _compressed_weight(output):
+    """(weight Constant, zero point Constant or None, scale [N, blocks] f32, block size) when `output` is
+    Convert(f16 -> f32)([Reshape to [N, K]] Multiply(Convert(W) [- Convert(ZP)], scale)) with W [N, K]
+    and one scale per row, or W [N, K/g, g] and scale [N, K/g, 1]; else None."""
+    convert = output.get_node()
+    if convert.get_type_name() != "Convert" or not _constant_only(output)[1]:
+        return None
+    node = convert.input_value(0).get_node()
+    if node.get_type_name() == "Reshape":
+        node = node.input_value(0).get_node()
+    if node.get_type_name() != "Multiply" or not output.get_partial_shape().is_static:
+        return None
+    n, k = (int(d) for d in output.get_shape()) if len(output.get_shape()) == 2 else (0, 0)
+    for data_index in (0, 1):
+        data, scale_node = node.input_value(data_index).get_node(), node.input_value(1 - data_index).get_node()
+        if scale_node.get_type_name() != "Constant":
+            continue
+        zero_point = None
+        if data.get_type_name() == "Subtract":
+            weight, zero_point = (_integer_constant(data.input_value(i)) for i in (0, 1))
+            if zero_point is None or weight is None or zero_point.get_element_type() != weight.get_element_type():
+                continue
+        else:
+            weight = _integer_constant(node.input_value(data_index))
+        if weight is None or weight.get_element_type().get_type_name() not in _QUANTIZED or not n:
+            continue
+        shape = tuple(weight.get_output_shape(0))
+        scale = constant_array(scale_node).astype(np.float32)
+        if shape == (n, k) and scale.shape in ((n, 1), (n,)):
+            block = next((b for b in _BLOCKS if k % b == 0), None)
+            if block is None:
+                return None
+            return weight, zero_point, np.repeat(scale.reshape(n, 1), k // block, axis=1), block
+        if len(shape) == 3 and shape[0] == n and shape[1] * shape[2] == k and scale.shape == shape[:2] + (1,) \
+                and shape[2] in _BLOCKS:
+            return weight, zero_point, scale.reshape(n, shape[1]), shape[2]
+    return None
+
+
+def _nbits_arrays(found) -> tuple[list[np.ndarray], dict] | None:
+    """([B uint8 [N, blocks, block/2], scales f32 [N * blocks], zero points uint8 [N * ceil(blocks/2)]], shape
+    facts) of a 4-bit compressed weight (_compressed_weight); None for 8-bit weights."""
+    weight, zero_point, scale, block = found
+    type_name = weight.get_element_type().get_type_name()
+    if type_name not in ("u4", "i4"):  # 8-bit MatMulNBits at accuracy level 0 is a slow path (decompressed_in_f32)
+        return None
+    n, blocks = scale.shape
+    facts = {"n": n, "k": blocks * block, "blocks": blocks, "block": block}
+    shift = 8 if type_name == "i4" else 0  # signed: stored unsigned, + 8 (the default zero point is 8)
+    if not shift:  # u4: OpenVINO's bytes are B as they are (row-major, low nibble first)
+        packed = np.asarray(weight.get_data()).view(np.uint8).reshape(n, blocks, block // 2)
+    else:
+        values = (constant_array(weight).astype(np.int16) + shift).astype(np.uint8)
+        packed = Nibbles.pack(values).packed.reshape(n, blocks, block // 2)
+    arrays = [packed, scale.reshape(-1)]
+    if zero_point is not None:  # [N, ceil(blocks / 2)]: each row packed on its own, low nibble first
+        points = (np.broadcast_to(constant_array(zero_point).reshape(n, -1), (n, blocks)).astype(np.int16)
+                  + shift).astype(np.uint8)
+        points = np.concatenate([points, np.zeros((n, blocks % 2), np.uint8)], axis=1)
+        arrays.append(np.ascontiguousarray(points[:, 0::2] | (points[:, 1::2] << 4)).reshape(-1))
+    return arrays, facts
+
+
+def _nbits_inputs(ctx, found) -> tuple[list[str], dict] | None:
+    """Initializers of _nbits_arrays, written once per weight (a tied embedding reuses lm_head's)."""
+    key = found[0].get_name()
+    if key not in ctx.shared.packed:
+        computed = _nbits_arrays(found)
+        if computed is None:
+            return None
+        arrays, facts = computed
+        names = [ctx.const(a, hint) for a, hint in zip(arrays, ("weight_nbits", "scales", "zero_points"))]
+        ctx.shared.packed[key] = (names, facts)
+    return ctx.shared.packed[key]
+
+
+def matmul_nbits(ctx, node) -> bool:
+    """MatMul(x f32, decompressed 4-bit weight, transpose_b) as one MatMulNBits (accuracy_level 0: the weight
+    is dequantized exactly, in f32, and no activation is quantized) and True; else False."""
+    attributes = node.get_attributes()
+    if attributes.get("transpose_a") or not attributes.get("transpose_b") \
+            or node.get_input_element_type(0).get_type_name() != "f32":
+        return False
+    found = _compressed_weight(node.input_value(1))
+    packed = _nbits_inputs(ctx, found) if found is not None else None
+    if packed is None:
+        return False
+    inputs, facts = packed
+    ctx.emit("MatMulNBits", [ctx.inp(node, 0)] + inputs, [ctx.out(node)], domain=MICROSOFT, K=facts["k"],
+             N=facts["n"], bits=4, block_size=facts["block"], accuracy_level=0)
+    return True
+
+
+def gather_block_quantized(ctx, node, axis: int) -> bool:
+    """Gather(decompressed 4-bit weight [N, K], indices, axis 0) (an embedding) as one GatherBlockQuantized
+    on the same packed data as MatMulNBits (exact dequantization of the gathered rows) and True; else False."""
+    found = _compressed_weight(node.input_value(0)) if axis == 0 else None
+    computed = _nbits_arrays(found) if found is not None else None
+    if computed is None:
+        return False
+    arrays, facts = computed
+    n, blocks = facts["n"], facts["blocks"]
+    shapes = ([n, facts["k"] // 2], [n, blocks], [n, (blocks + 1) // 2])
+    if any(t.get_node().get_type_name() == "MatMul" for t in node.input_value(0).get_target_inputs()):
+        # tied to a MatMul (lm_head): Reshapes of MatMulNBits' inputs, the weight is written once
+        names, _ = _nbits_inputs(ctx, found)
+        inputs = [ctx.emit("Reshape", [name, ctx.const(np.array(shape, np.int64), "shape")])
+                  for name, shape in zip(names, shapes)]
+    else:  # constants (OpenVINO's ONNX reader wants GatherBlockQuantized's data constant)
+        inputs = [ctx.const(a.reshape(shape), "packed") for a, shape in zip(arrays, shapes)]
+    ctx.emit("GatherBlockQuantized", [inputs[0], ctx.int64_or_int32(node, 1)] + inputs[1:], [ctx.out(node)],
+             domain=MICROSOFT, gather_axis=0, quantize_axis=1, block_size=facts["block"], bits=4)
+    return True
+
+
+# -- QDQ form: dequantized weights -----------------------------------------------------------------------
+#: ONNX ops whose weight input onnxruntime's QDQ fusions take from a DequantizeLinear
+_WEIGHTED = {"Conv": 1, "ConvTranspose": 1, "MatMul": 1, "Gemm": 1}
+
+
+def _per_axis(full: np.ndarray) -> tuple[np.ndarray, int | None] | None:
+    """(values, axis) when `full` varies along one axis at most (axis None: one value), else None."""
+    varying = [d for d in range(full.ndim) if full.shape[d] > 1 and not np.all(full == full.take([0], axis=d))]
+    if len(varying) > 1:
+        return None
+    if not varying:
+        return full.reshape(-1)[:1], None
+    index = [0] * full.ndim
+    index[varying[0]] = slice(None)
+    return full[tuple(index)], varying[0]
+
+
+def _rank(name: str, producer: dict, values: dict) -> int | None:
+    """Rank of ONNX value `name` when the nodes before it tell (a Reshape to a constant shape), else None."""
+    for _ in range(8):
+        node = producer.get(name)
+        if node is None:
+            return None
+        if node.op_type == "Reshape" and node.input[1] in values:
+            return int(values[node.input[1]].size)
+        if node.op_type not in ("QuantizeLinear", "DequantizeLinear", "Relu", "Clip"):
+            return None
+        name = node.input[0]
+    return None
+
+
+def _quantized_after(conv, readers: dict, values: dict) -> bool:
+    """Whether `conv`'s output reaches a QuantizeLinear through at most a bias Add and a Relu (the chain
+    onnxruntime fuses into QLinearConv once the bias is in the Conv and the Relu is absorbed by the zero point)."""
+    name = conv.output[0]
+    for allowed in ("Add", "Relu"):
+        found = readers.get(name, [])
+        if len(found) != 1:
+            return False
+        node = found[0]
+        if node.op_type == "QuantizeLinear":
+            return True
+        if node.op_type != allowed or (allowed == "Add" and not any(i in values for i in node.input)):
+            if node.op_type == "Relu" and allowed == "Add":
+                name = node.output[0]
+                break
+            return False
+        name = node.output[0]
+    found = readers.get(name, [])
+    return len(found) == 1 and found[0].op_type == "QuantizeLinear"
+
+
+def _outer_reads(nodes: list) -> set:
+    """Names read by the subgraphs (If branches, Loop bodies) of `nodes`: values the rewrites must keep."""
+    found = set()
+    pending = [a for n in nodes for a in n.attribute]
+    while pending:
+        attribute = pending.pop()
+        for graph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+            for node in graph.node:
+                found.update(node.input)
+                pending.extend(node.attribute)
+    return found
+
+
+def dequantized_weights(nodes: list, initializers: list, outputs=()) -> int:
+    """In a model with QuantizeLinear (activations quantized), rewrite nncf's weight decompression
+    Cast(int8/uint8 constant) [-> Sub(zero point)] -> Mul(float32 scale) [-> Transpose/Reshape to a constant
+    shape], read by a Conv/MatMul/Gemm weight, into DequantizeLinear(int8 initializer, scale, zero point, axis):
+    the same values (DequantizeLinear computes (q - zero point) * scale as the chain does), in the form
+    onnxruntime's QDQ fusions run as integer kernels (left as float, onnxruntime folds the chain and
+    re-quantizes the weights per tensor itself: less precise). Edits `nodes` (ONNX NodeProtos, in order) and
+    `initializers` ((name, ONNX type, array) list) in place; returns how many weights were rewritten.
+    Values in `outputs` (the graph's outputs) or read by subgraphs are kept."""
+    if not any(n.op_type == "QuantizeLinear" for n in nodes):
+        return 0
+    from onnx import helper
+
+    keep = set(outputs) | _outer_reads(nodes)
+    _float_weights_for_per_channel_inputs(nodes, initializers)
+    values = {name: array for name, _, array in initializers}
+    producer = {out: n for n in nodes for out in n.output}
+    readers: dict[str, list] = {}
+    for n in nodes:
+        for name in n.input:
+            readers.setdefault(name, []).append(n)
+
+    def only_reader(name):
+        found = readers.get(name, [])
+        return found[0] if len(found) == 1 and name not in keep else None
+
+    def integer_constant(name):
+        cast = producer.get(name)
+        if cast is None or cast.op_type != "Cast" or cast.attribute[0].i != TensorProto.FLOAT:
+            return None
+        array = values.get(cast.input[0])
+        return array if array is not None and array.dtype in (np.int8, np.uint8) else None
+
+    rewritten, dead = 0, set()
+    for mul in [n for n in nodes if n.op_type == "Mul"]:
+        for side in (0, 1):
+            scale = values.get(mul.input[1 - side])
+            source = producer.get(mul.input[side])
+            if scale is None or scale.dtype != np.float32 or source is None:
+                continue
+            zero = None
+            if source.op_type == "Sub":
+                q = integer_constant(source.input[0])
+                zero = integer_constant(source.input[1])
+                if zero is None or q is None or zero.dtype != q.dtype:
+                    continue
+            else:
+                q = integer_constant(mul.input[side])
+            if q is None or scale.ndim > q.ndim:
+                continue
+            try:
+                full_scale = np.broadcast_to(scale, q.shape)
+                full_zero = np.broadcast_to(zero if zero is not None else np.zeros((), q.dtype), q.shape)
+            except ValueError:
+                continue
+            # follow Transpose / constant-shape Reshape to the weight input of a Conv/MatMul/Gemm
+            value, tail, q_full = mul.output[0], [], np.asarray(q)
+            reader = only_reader(value)
+            while reader is not None and reader.op_type in ("Transpose", "Reshape"):
+                if reader.op_type == "Transpose":
+                    perm = list(helper.get_attribute_value(reader.attribute[0]))
+                    q_full, full_scale, full_zero = (a.transpose(perm) for a in (q_full, full_scale, full_zero))
+                else:
+                    shape = values.get(reader.input[1])
+                    if shape is None or any(a.name == "allowzero" and a.i for a in reader.attribute) \
+                            or 0 in shape.tolist():
+                        break
+                    q_full, full_scale, full_zero = (a.reshape(shape) for a in (q_full, full_scale, full_zero))
+                tail.append(reader)
+                value, reader = reader.output[0], only_reader(reader.output[0])
+            if reader is None or value not in reader.input \
+                    or _WEIGHTED.get(reader.op_type) != list(reader.input).index(value):
+                continue
+            data = producer.get(reader.input[0])
+            if data is None or data.op_type != "DequantizeLinear" or values.get(data.input[1], np.ones(2)).size != 1:
+                continue  # weights of a float (or per-channel quantized) input stay float: folded by onnxruntime
+            if reader.op_type in ("Conv", "ConvTranspose") and not _quantized_after(reader, readers, values):
+                # onnxruntime fuses DQ -> Conv -> Q only; a Conv not followed by a QuantizeLinear would
+                # dequantize its weights on every run: left to onnxruntime's constant folding (exact f32)
+                continue
+            if reader.op_type == "MatMul" and _rank(reader.input[0], producer, values) == 2 \
+                    and any(n.op_type == "Add" for n in readers.get(reader.output[0], [])):
+                # onnxruntime makes a float Gemm of a 2-D MatMul + Add before its QDQ fusions, and would
+                # then dequantize the weights on every run: left to its constant folding (exact f32)
+                continue
+            scale_axis, zero_axis = _per_axis(np.asarray(full_scale)), _per_axis(np.asarray(full_zero))
+            if scale_axis is None or zero_axis is None:
+                continue
+            (scales, axis), (zeros, z_axis) = scale_axis, zero_axis
+            if z_axis is not None and z_axis != axis:
+                continue
+            if axis is not None and zeros.size == 1:
+                zeros = np.broadcast_to(zeros, scales.shape)
+            if axis is None:
+                scales, zeros = scales.reshape(()), zeros.reshape(())
+            stem = mul.name or value
+            names = [f"{stem}/int8_weights", f"{stem}/scale", f"{stem}/zero_point"]
+            for name, array in zip(names, (np.ascontiguousarray(q_full), np.ascontiguousarray(scales),
+                                           np.ascontiguousarray(zeros))):
+                initializers.append((name, NUMPY_CODES[array.dtype], array))
+            dq = helper.make_node("DequantizeLinear", names, [value], name=f"{stem}/DequantizeLinear",
+                                  **({} if axis is None else {"axis": int(axis)}))
+            nodes[nodes.index(mul)] = dq
+            dead.update(id(n) for n in tail)
+            rewritten += 1
+            break
+    nodes[:] = [n for n in nodes if id(n) not in dead]
+    _conv_bias(nodes, initializers, keep)
+    return rewritten
+
+
+def _float_weights_for_per_channel_inputs(nodes: list, initializers: list) -> None:
+    """A Conv/MatMul reading a per-channel DequantizeLinear (nncf quantizes depthwise inputs per channel)
+    gets float weights, computed as DequantizeLinear does: given DequantizeLinear weights too, onnxruntime
+    fuses a QLinearConv that fails at run time (its input zero point must be one value)."""
+    values = {name: array for name, _, array in initializers}
+    producer = {out: n for n in nodes for out in n.output}
+    for node in nodes:
+        index = _WEIGHTED.get(node.op_type)
+        if index is None or len(node.input) <= index:
+            continue
+        data, weights = producer.get(node.input[0]), producer.get(node.input[index])
+        if data is None or data.op_type != "DequantizeLinear" or values.get(data.input[1], np.ones(1)).size == 1:
+            continue
+        if weights is None or weights.op_type != "DequantizeLinear" or not all(
+                name in values for name in weights.input):
+            continue
+        q, scale = values[weights.input[0]], values[weights.input[1]]
+        zero = values[weights.input[2]] if len(weights.input) > 2 else np.zeros_like(scale, q.dtype)
+        shape = [1] * q.ndim
+        axis = next((a.i for a in weights.attribute if a.name == "axis"), 1)
+        if scale.size > 1:
+            shape[axis] = -1
+        real = ((q.astype(np.int32) - zero.astype(np.int32).reshape(shape)).astype(np.float32)
+                * scale.reshape(shape))
+        name = f"{weights.name or node.input[index]}/float"
+        initializers.append((name, TensorProto.FLOAT, real))
+        node.input[index] = name
+
+
+def _conv_bias(nodes: list, initializers: list, keep: set) -> None:
+    """Conv(DequantizeLinear x, DequantizeLinear w) -> Add(per-channel constant) becomes one Conv with that
+    bias (as OpenVINO's Convolution + Add is written): onnxruntime's QDQ fusion wants DQ -> Conv -> Q, and
+    fuses a float bias of a quantized Conv itself."""
+    values = {name: array for name, _, array in initializers}
+    producer = {out: n for n in nodes for out in n.output}
+    readers: dict[str, list] = {}
+    for n in nodes:
+        for name in n.input:
+            readers.setdefault(name, []).append(n)
+    dead = set()
+    for conv in nodes:
+        if conv.op_type != "Conv" or len(conv.input) != 2 or len(readers.get(conv.output[0], [])) != 1 \
+                or conv.output[0] in keep:
+            continue
+        dq = [producer.get(name) for name in conv.input]
+        if any(n is None or n.op_type != "DequantizeLinear" for n in dq):
+            continue
+        weights = values.get(dq[1].input[0])
+        add = readers[conv.output[0]][0]
+        if weights is None or add.op_type != "Add":
+            continue
+        other = add.input[1] if add.input[0] == conv.output[0] else add.input[0]
+        bias = values.get(other)
+        channels, rank = weights.shape[0], weights.ndim
+        if bias is None or bias.dtype != np.float32 or bias.ndim > rank or other == conv.output[0]:
+            continue
+        shape = (1,) * (rank - bias.ndim) + bias.shape
+        if any(d != 1 for i, d in enumerate(shape) if i != 1) or shape[1] not in (1, channels):
+            continue
+        name = f"{conv.name or conv.output[0]}/bias"
+        initializers.append((name, TensorProto.FLOAT, np.ascontiguousarray(
+            np.broadcast_to(bias.reshape(-1), (channels,)))))
+        conv.input.append(name)
+        conv.output[0] = add.output[0]
+        dead.add(id(add))
+    nodes[:] = [n for n in nodes if id(n) not in dead]
+
+
+NUMPY_CODES = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8,
+               np.dtype(np.float32): TensorProto.FLOAT}

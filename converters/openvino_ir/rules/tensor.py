@@ -11,6 +11,7 @@ from onnx import TensorProto, helper
 
 from .._registry import Unsupported, rule
 from .._types import INTEGER_CODES
+from .quantization import gather_block_quantized
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
@@ -64,9 +65,11 @@ def concat(ctx, node):
              axis=int(node.get_attributes()["axis"]))
 
 
-@rule("Gather", versions=(1, 7, 8), onnx="Gather; GatherND for batch_dims > 0",
+@rule("Gather", versions=(1, 7, 8), onnx="Gather; GatherND for batch_dims > 0; com.microsoft "
+                                           "GatherBlockQuantized for a 4-bit compressed weight",
       notes="negative indices count from the end in both (Gather-8); Gather-8 returns 0 for out-of-range "
-            "indices where onnxruntime raises",
+            "indices where onnxruntime raises; a 4-bit embedding stays 4-bit (the packed data MatMulNBits "
+            "reads, shared by a tied lm_head)",
       refuses=("a computed axis: ONNX Gather takes it as an attribute",
                "batch_dims with axis != batch_dims"))
 def gather(ctx, node):
@@ -74,6 +77,8 @@ def gather(ctx, node):
     axis = scalar_axis(ctx, node, 2)
     batch_dims = int(node.get_attributes().get("batch_dims", 0))
     if batch_dims == 0:
+        if gather_block_quantized(ctx, node, axis):  # a 4-bit embedding stays 4-bit (rules/quantization.py)
+            return
         ctx.emit("Gather", [ctx.inp(node, 0), ctx.int64_or_int32(node, 1)], [ctx.out(node)], axis=axis)
         return
     data_rank, indices_rank = ctx.rank(node, 0), ctx.rank(node, 1)

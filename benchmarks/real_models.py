@@ -1,0 +1,273 @@
+"""Real models, converted vs OpenVINO: python benchmarks/real_models.py [NAME ...] [--rounds N] [--markdown]
+
+Each model is built with random weights (torchvision / transformers, via openvino.convert_model), saved as IR
+the way users do (f16-compressed weights), and for the INT8 rows quantized first by nncf.quantize on a few
+random calibration samples. The IR runs in OpenVINO CPU (f32 precision hint, 1 thread, 1 stream); the model
+onnx-bridge converts from it runs in plain onnxruntime (ORT_ENABLE_ALL, 1 thread): INT8 models in both forms,
+`int8="qdq"` (the default) and `int8="exact"`. All runners of a model are timed in the same process,
+interleaved call by call; the table gives medians, the ratio onnxruntime / OpenVINO (of the medians, and of
+the fastest calls: on a loaded machine the fastest call is the one least disturbed) and the geometric mean.
+
+Agreement (median over AGREEMENT_INPUTS random inputs of the largest over outputs): relative L2 distance
+from OpenVINO CPU's outputs; next to it OpenVINO's own spread on INT8
+models, the distance of OpenVINO CPU with its low-precision transformations off (LP_TRANSFORMS_MODE false:
+the f32 semantics of the FakeQuantize graph) from OpenVINO CPU's default int8 execution, and the distance of
+the converted model from those semantics (two int8 executions each this far from the semantics can be up to
+the sum apart from each other). `integer kernels` counts the
+integer kernels onnxruntime's graph optimisation made (QLinearConv, QLinearMatMul, MatMulInteger...).
+The numbers depend on the machine and its load: compare ratios of one run, not absolute times across runs.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+#: 1 thread, 1 stream, not pinned to a core (on a shared machine a pinned thread waits for its core)
+OV_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1,
+             "ENABLE_CPU_PINNING": False}
+INTEGER_KERNELS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "MatMulIntegerToFloat", "QLinearAdd",
+                   "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearMul", "QLinearSigmoid",
+                   "QGemm", "DynamicQuantizeMatMul")
+
+
+def _vision(factory: str, shape=(1, 3, 224, 224)):
+    def build():
+        import torch
+
+        from tests.helpers.zoo import _seeded, _torch_model, import_torchvision
+        torchvision = import_torchvision()
+        _seeded()
+        namespace, _, name = factory.rpartition(".")
+        module = torchvision.models if not namespace else getattr(torchvision.models, namespace)
+        net = getattr(module, name)(weights=None)
+        _batch_norm_statistics(net, shape)
+        return _torch_model(net, (torch.randn(*shape),), ["image"])
+    return build
+
+
+def _batch_norm_statistics(net, shape, batches: int = 2):
+    """Batch-norm running statistics from a few random batches: with the initial ones (mean 0, variance 1)
+    the activations of a randomly initialised mobilenet_v3 die out (outputs ~1e-9) and INT8 quantizes them
+    all to zero, which would measure nothing."""
+    import torch
+
+    for module in net.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            module.momentum = None  # a cumulative average
+    net.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            net(torch.randn(2, *shape[1:]))
+    net.eval()
+
+
+def _bert(length: int = 128):
+    def build():
+        import torch
+
+        from tests.helpers.zoo import _Field, _seeded, _torch_model, import_torchvision
+        import_torchvision()  # transformers imports torchvision (see tests/helpers/zoo.py)
+        from transformers import BertConfig, BertModel
+        _seeded()
+        config = BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                            intermediate_size=1024, max_position_embeddings=length)
+        ids = torch.randint(0, 1000, (1, length))
+        mask = torch.ones(1, length, dtype=torch.int64)
+        return _torch_model(_Field(BertModel(config), "last_hidden_state", tokens=True), (ids, mask),
+                            ["input_ids", "attention_mask"])
+    return build
+
+
+def _tiny_cnn():
+    """A small CNN (the smoke test's model: seconds)."""
+    import torch
+
+    from tests.helpers.zoo import _seeded, _torch_model
+    _seeded()
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                              torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                              torch.nn.Flatten(), torch.nn.Linear(16, 10))
+    _batch_norm_statistics(net, (1, 3, 32, 32))
+    return _torch_model(net, (torch.randn(1, 3, 32, 32),), ["image"])
+
+
+#: name -> (builder, nncf model type or None for no INT8 row)
+MODELS = {
+    "tiny_cnn": (_tiny_cnn, "cnn"),
+    "resnet18": (_vision("resnet18"), "cnn"),
+    "mobilenet_v3_small": (_vision("mobilenet_v3_small"), "cnn"),
+    "bert_mini": (_bert(), "transformer"),
+    "efficientnet_b0": (_vision("efficientnet_b0"), None),
+    "r3d_18": (_vision("video.r3d_18", (1, 3, 4, 56, 56)), None),
+}
+DEFAULT = ("resnet18", "mobilenet_v3_small", "bert_mini")
+
+
+def _calibration(feeds: dict, count: int, seed: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(count):
+        sample = {}
+        for name, value in feeds.items():
+            if value.dtype.kind == "f":
+                sample[name] = rng.standard_normal(value.shape).astype(value.dtype)
+            else:
+                sample[name] = value.copy()
+        samples.append(sample)
+    return samples
+
+
+def quantize(model, feeds: dict, kind: str, samples: int = 4):
+    """nncf.quantize(model) on `samples` random inputs (the tokens of a transformer are kept)."""
+    import nncf
+
+    logging.getLogger("nncf").setLevel(logging.ERROR)
+    extra = {"model_type": nncf.ModelType.TRANSFORMER} if kind == "transformer" else {}
+    return nncf.quantize(model, nncf.Dataset(_calibration(feeds, samples, 1)), subset_size=samples, **extra)
+
+
+def rel_l2(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    norm = np.linalg.norm(want)
+    return float(np.linalg.norm(got - want) / norm) if norm else float(np.linalg.norm(got - want))
+
+
+#: random inputs the agreement is measured on (the median is reported: on random-weight networks a value
+#: one quantization level apart early on moves the output a lot, input by input)
+AGREEMENT_INPUTS = 5
+
+
+def _distance(got: list, want: list) -> float:
+    """Median over inputs of the largest rel L2 over outputs."""
+    return float(np.median([max(rel_l2(a, b) for a, b in zip(g, w)) for g, w in zip(got, want)]))
+
+
+def _ort_session(onnx_model, optimized: Path):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.optimized_model_filepath = str(optimized)
+    options.log_severity_level = 3
+    return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _fused(optimized: Path) -> str:
+    import onnx
+
+    counts = collections.Counter(n.op_type for n in onnx.load(str(optimized), load_external_data=False).graph.node)
+    found = [f"{counts[k]} {k}" for k in INTEGER_KERNELS if counts[k]]
+    return ", ".join(found) or "-"
+
+
+def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
+    """Rows of one model: f32 (and its INT8 forms) in onnxruntime vs OpenVINO CPU."""
+    import openvino as ov
+
+    from converters.openvino_ir import import_ir
+
+    build, kind = MODELS[name]
+    model, feeds = build()
+    # static shapes, as deployed (OpenVINO CPU runs a dynamic-shape model through its slower dynamic path)
+    model.reshape({port: ov.PartialShape(list(feeds[port.get_any_name()].shape)) for port in model.inputs})
+    core = ov.Core()
+    variants = [("f32", model)]
+    if int8 and kind:
+        variants.append(("int8", quantize(model, feeds, kind)))
+    rows = []
+    for precision, variant in variants:
+        xml = directory / f"{name}_{precision}.xml"
+        ov.save_model(variant, str(xml))
+        saved = core.read_model(str(xml))
+        compiled = core.compile_model(saved, "CPU", OV_CONFIG)
+        inputs = [feeds] + _calibration(feeds, AGREEMENT_INPUTS - 1, 2)  # agreement: median over these
+        want = [[np.asarray(v) for v in compiled(f).values()] for f in inputs]
+        spread, semantics = None, None
+        if precision == "int8":
+            plain = core.compile_model(saved, "CPU", dict(OV_CONFIG, LP_TRANSFORMS_MODE=False))
+            semantics = [[np.asarray(v) for v in plain(f).values()] for f in inputs]
+            spread = _distance(semantics, want)
+        runners = {"openvino": lambda c=compiled: c(feeds)}
+        forms = ("qdq", "exact") if precision == "int8" else ("qdq",)
+        info = {}
+        for form in forms:
+            start = time.perf_counter()
+            notes: list[str] = []
+            onnx_model = import_ir(xml, int8=form, notes=notes)
+            seconds = time.perf_counter() - start
+            optimized = directory / f"{name}_{precision}_{form}.opt.onnx"
+            session = _ort_session(onnx_model, optimized)
+            got = [session.run(None, f) for f in inputs]
+            info[form] = dict(agreement=_distance(got, want), fused=_fused(optimized),
+                              to_semantics=None if semantics is None else _distance(got, semantics),
+                              import_s=seconds, kept_exact=sum("kept in the exact form" in n for n in notes))
+            runners[form] = lambda s=session: s.run(None, feeds)
+        times = {key: [] for key in runners}
+        for run in runners.values():  # warm-up
+            run()
+            run()
+        for _ in range(rounds):
+            for key, run in runners.items():
+                start = time.perf_counter()
+                run()
+                times[key].append(time.perf_counter() - start)
+        ov_ms = 1000 * float(np.median(times["openvino"]))
+        for form in forms:
+            ms = 1000 * float(np.median(times[form]))
+            label = "f32" if precision == "f32" else f"int8 {form}"
+            rows.append(dict(model=name, form=label, openvino_ms=ov_ms, onnxruntime_ms=ms, ratio=ms / ov_ms,
+                             fastest_ratio=min(times[form]) / min(times["openvino"]), spread=spread, **info[form]))
+        print(f"{name} {precision}: done", file=sys.stderr, flush=True)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| model | form | OpenVINO ms | onnxruntime ms | ratio | ratio of fastest calls | rel L2 vs OpenVINO | "
+             "OpenVINO's own int8 spread | rel L2 vs FQ semantics | integer kernels (onnxruntime) | FQ kept exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    number = lambda v: "-" if v is None else f"{v:.2e}"  # noqa: E731
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['form']} | {r['openvino_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
+                     f"{r['ratio']:.2f}x | {r['fastest_ratio']:.2f}x | {r['agreement']:.2e} | {number(r['spread'])} | "
+                     f"{number(r['to_semantics'])} | {r['fused']} | {r['kept_exact'] if r['form'] != 'f32' else '-'} |")
+    for label, pick in (("f32 and int8 qdq (the default forms)", lambda r: r["form"] != "int8 exact"),
+                        ("int8 exact", lambda r: r["form"] == "int8 exact")):
+        chosen = [r["ratio"] for r in rows if pick(r)]
+        if chosen:
+            mean = math.exp(sum(math.log(v) for v in chosen) / len(chosen))
+            lines.append(f"\ngeometric mean, {label}: {mean:.2f}x OpenVINO's time ({len(chosen)} rows)")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help=f"models (default: {', '.join(DEFAULT)}; all: {', '.join(MODELS)})")
+    parser.add_argument("--rounds", type=int, default=20, help="timed calls per runner (interleaved)")
+    parser.add_argument("--no-int8", action="store_true", help="f32 rows only")
+    args = parser.parse_args(argv)
+    names = args.names or list(DEFAULT)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        for name in names:
+            rows += measure(name, Path(directory), args.rounds, not args.no_int8)
+    print(table(rows), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

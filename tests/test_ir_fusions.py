@@ -1,0 +1,82 @@
+"""Import forms chosen so that onnxruntime's graph optimisation fuses them into its fast kernels (the speed
+of converted models, docs/performance.md): checked on onnxruntime's optimized graph and against OpenVINO."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+ov = pytest.importorskip("openvino")
+ort = pytest.importorskip("onnxruntime")
+import openvino.opset7 as op  # noqa: E402
+
+from converters.openvino_ir import import_ir  # noqa: E402
+
+pytestmark = pytest.mark.openvino
+
+
+def _optimized(onnx_model, path):
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(path)
+    options.log_severity_level = 3
+    session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session, [n.op_type for n in onnx.load(str(path)).graph.node]
+
+
+def test_gelu_erf_is_fused_by_onnxruntime(tmp_path):
+    x = op.parameter([2, 16, 32], ov.Type.f32, name="x")
+    model = ov.Model([op.gelu(op.matmul(x, op.constant(np.eye(32, dtype=np.float32)), False, False), "erf")], [x])
+    session, ops = _optimized(import_ir(model), tmp_path / "gelu.onnx")
+    assert "Gelu" in ops and "Erf" not in ops
+    data = np.random.default_rng(3).standard_normal((2, 16, 32)).astype(np.float32) * 3
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    # erf: a few ulp apart between runtimes
+    np.testing.assert_allclose(session.run(None, {"x": data})[0], compiled({"x": data})[0], rtol=1e-5, atol=1e-6)
+
+
+#: 3-D convolutions: (data shape, weight shape, strides, pads_begin, pads_end, dilations, auto_pad)
+CONV3D = {
+    "r3d_block": ((1, 4, 5, 6, 6), (3, 4, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], "explicit"),
+    "strided": ((2, 3, 7, 8, 7), (4, 3, 3, 3, 3), [2, 2, 1], [1, 0, 1], [1, 1, 0], [1, 1, 1], "explicit"),
+    "dilated_time": ((1, 2, 9, 5, 5), (2, 2, 3, 1, 3), [1, 1, 2], [2, 0, 1], [0, 0, 1], [2, 1, 1], "explicit"),
+    "pointwise_stride": ((1, 3, 4, 6, 6), (5, 3, 1, 1, 1), [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "explicit"),
+    "same_upper": ((1, 2, 4, 5, 5), (2, 2, 2, 3, 3), [2, 1, 1], [0, 0, 0], [0, 0, 0], [1, 1, 1], "same_upper"),
+    "time_kernel_covers_all": ((1, 2, 3, 4, 4), (3, 2, 3, 2, 2), [1, 1, 1], [0, 0, 0], [0, 0, 0], [1, 1, 1],
+                               "valid"),
+    "one_frame_left": ((1, 3, 1, 5, 5), (2, 3, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], "explicit"),
+    "padding_taps_strided": ((1, 2, 3, 4, 4), (2, 2, 5, 1, 1), [3, 1, 1], [2, 0, 0], [2, 0, 0], [1, 1, 1],
+                             "explicit"),
+}
+
+
+@pytest.mark.parametrize("case_id", list(CONV3D))
+def test_conv3d_runs_as_2d_convolutions(case_id, tmp_path):
+    shape, wshape, strides, begin, end, dilations, auto_pad = CONV3D[case_id]
+    rng = np.random.default_rng(sum(map(ord, case_id)))
+    x = op.parameter(list(shape), ov.Type.f32, name="x")
+    weights = op.convert(op.constant(rng.standard_normal(wshape).astype(np.float16)), "f32")  # as save_model
+    model = ov.Model([op.convolution(x, weights, strides, begin, end, dilations, auto_pad)], [x])
+    onnx_model = import_ir(model)
+    session, ops = _optimized(onnx_model, tmp_path / "conv.onnx")
+    assert "Conv" in {n.op_type for n in onnx_model.graph.node}
+    assert all(len(w.dims) == 4 for w in onnx.load(str(tmp_path / "conv.onnx")).graph.initializer
+               if len(w.dims) >= 4), "only 2-D convolution weights are left"
+    data = rng.standard_normal(shape).astype(np.float32)
+    want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})[0]
+    got = session.run(None, {"x": data})[0]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # the taps are summed in another order
+
+
+def test_conv3d_of_dynamic_shape_stays_3d():
+    x = op.parameter([-1, 2, -1, 4, 4], ov.Type.f32, name="x")
+    weights = op.constant(np.ones((2, 2, 3, 3, 3), np.float32))
+    onnx_model = import_ir(ov.Model([op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])], [x]))
+    assert [n.op_type for n in onnx_model.graph.node] == ["Conv"]
+
+
+def test_conv3d_taps_reading_padding_only_are_left_out():
+    x = op.parameter([1, 3, 1, 5, 5], ov.Type.f32, name="x")
+    weights = op.constant(np.ones((2, 3, 3, 3, 3), np.float32))
+    onnx_model = import_ir(ov.Model([op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])], [x]))
+    assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 1
