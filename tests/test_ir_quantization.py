@@ -322,7 +322,7 @@ def test_quantized_conv_takes_its_bias(conv_is_output):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def _depthwise_model(zero_points):
+def _depthwise_model(zero_points, multiplier=1):
     """x -> FakeQuantize per channel (zero points `zero_points`) -> GroupConvolution with nncf's int8 weights
     (Convert(i8) * scale) -> bias Add -> FakeQuantize per tensor."""
     rng = np.random.default_rng(12)
@@ -332,24 +332,25 @@ def _depthwise_model(zero_points):
     zero = np.float32(zero_points).reshape(1, channels, 1, 1)
     low, high = (-zero * step).astype(np.float32), ((255 - zero) * step).astype(np.float32)
     data = op.fake_quantize(x, *[op.constant(v) for v in (low, high, low, high)], 256)
-    q = rng.integers(-127, 128, (channels, 1, 1, 3, 3)).astype(np.int8)
-    scale = (rng.uniform(0.5, 2, (channels, 1, 1, 1, 1)) / 127).astype(np.float32)
+    q = rng.integers(-127, 128, (channels, multiplier, 1, 3, 3)).astype(np.int8)
+    scale = (rng.uniform(0.5, 2, (channels, multiplier, 1, 1, 1)) / 127).astype(np.float32)
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
     conv = op.group_convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1])
-    biased = op.add(conv, op.constant(rng.standard_normal((1, channels, 1, 1)).astype(np.float32)))
+    biased = op.add(conv, op.constant(rng.standard_normal((1, channels * multiplier, 1, 1)).astype(np.float32)))
     out_limits = _step_limits(-128, 127, 0.02)
     out = op.fake_quantize(biased, *[op.constant(v) for v in out_limits], 256)
     feeds = {"x": rng.standard_normal((1, channels, 6, 6)).astype(np.float32)}
     return ov.Model([out], [x]), feeds
 
 
-def test_depthwise_input_quantized_per_channel_runs_as_integer_convolution(tmp_path):
+@pytest.mark.parametrize("multiplier", [1, 2])
+def test_depthwise_input_quantized_per_channel_runs_as_integer_convolution(tmp_path, multiplier):
     """Per-channel input limits with one zero point before a depthwise convolution: the scales move into the
     weights (Div + per-tensor QDQ), the same integer levels, so onnxruntime fuses QLinearConv; within one
     output level of OpenVINO (rounding near-ties after the sums' float rounding), mostly equal."""
     import onnxruntime as ort
 
-    model, feeds = _depthwise_model([128, 128, 128, 128])
+    model, feeds = _depthwise_model([128, 128, 128, 128], multiplier)
     onnx_model = import_ir(model)
     assert "Div" in {n.op_type for n in onnx_model.graph.node}
     want = _run_ov(model, feeds)[0]
