@@ -21,3 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"columns to run (default all: {', '.join(COLUMN_KEYS)})")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory child process")
     parser.add_argument("--repeats", type=int, help="timed runs per cell (default 15, quick 5)")
+    parser.add_argument("--models", nargs="*", metavar="NAME",
+                        help="instead of the ops, the real-model table (benchmarks/real_models.py): each model "
+                             "as IR in OpenVINO CPU vs converted in onnxruntime, f32 and both INT8 forms, "
+                             "timed interleaved (--repeats calls, default 20); no NAME: resnet18, "
+                             "mobilenet_v3_small, bert_mini; --markdown replaces what is between the lines "
+                             "<!-- real-models: begin --> and <!-- real-models: end -->")

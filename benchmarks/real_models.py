@@ -257,16 +257,28 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=20, help="timed calls per runner (interleaved)")
     parser.add_argument("--no-int8", action="store_true", help="f32 rows only")
     args = parser.parse_args(argv)
-    names = args.names or list(DEFAULT)
+    unknown = unknown_models(args.names)
+    if unknown:
+        parser.error(unknown)
+    print(table(run(args.names, args.rounds, not args.no_int8)), end="")
+    return 0
+
+
+def unknown_models(names) -> str | None:
+    """The error message for names not in MODELS, or None."""
     unknown = [n for n in names if n not in MODELS]
     if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+        return f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}"
+    return None
+
+
+def run(names=(), rounds: int = 20, int8: bool = True) -> list[dict]:
+    """The rows of `names` (default DEFAULT), measured one model after the other."""
     rows = []
     with tempfile.TemporaryDirectory() as directory:
-        for name in names:
-            rows += measure(name, Path(directory), args.rounds, not args.no_int8)
-    print(table(rows), end="")
-    return 0
+        for name in names or DEFAULT:
+            rows += measure(name, Path(directory), rounds, int8)
+    return rows
 
 
 if __name__ == "__main__":

@@ -197,13 +197,14 @@ def write_atomic(path, text: str) -> None:
         raise
 
 
-def write_markdown(path, text: str) -> None:
-    """Write `text` to path; if the file has the bench markers (each alone on a line), replace only what is
+def write_markdown(path, text: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
+    """Write `text` to path; if the file has the `markers` (each alone on a line), replace only what is
     between them."""
     path = Path(path)
+    begin, end = markers
     if path.exists():
         current = path.read_text()
-        marked = re.search(rf"^{re.escape(BEGIN)}\n(.*?)^{re.escape(END)}$", current, re.M | re.S)
+        marked = re.search(rf"^{re.escape(begin)}\n(.*?)^{re.escape(end)}$", current, re.M | re.S)
         if marked:
             text = current[:marked.start(1)] + text + current[marked.end(1):]
     write_atomic(path, text)

@@ -320,3 +320,52 @@ def test_quantized_conv_takes_its_bias(conv_is_output):
     feeds = {"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32)}
     for got, want in zip(_run_onnx(onnx_model, feeds), _run_ov(model, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _depthwise_model(zero_points, multiplier=1):
+    """x -> FakeQuantize per channel (zero points `zero_points`) -> GroupConvolution with nncf's int8 weights
+    (Convert(i8) * scale) -> bias Add -> FakeQuantize per tensor."""
+    rng = np.random.default_rng(12)
+    channels = len(zero_points)
+    x = op.parameter([1, channels, 6, 6], ov.Type.f32, name="x")
+    step = np.float32([0.011, 0.023, 0.0047, 0.017])[:channels].reshape(1, channels, 1, 1)
+    zero = np.float32(zero_points).reshape(1, channels, 1, 1)
+    low, high = (-zero * step).astype(np.float32), ((255 - zero) * step).astype(np.float32)
+    data = op.fake_quantize(x, *[op.constant(v) for v in (low, high, low, high)], 256)
+    q = rng.integers(-127, 128, (channels, multiplier, 1, 3, 3)).astype(np.int8)
+    scale = (rng.uniform(0.5, 2, (channels, multiplier, 1, 1, 1)) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    conv = op.group_convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1])
+    biased = op.add(conv, op.constant(rng.standard_normal((1, channels * multiplier, 1, 1)).astype(np.float32)))
+    out_limits = _step_limits(-128, 127, 0.02)
+    out = op.fake_quantize(biased, *[op.constant(v) for v in out_limits], 256)
+    feeds = {"x": rng.standard_normal((1, channels, 6, 6)).astype(np.float32)}
+    return ov.Model([out], [x]), feeds
+
+
+@pytest.mark.parametrize("multiplier", [1, 2])
+def test_depthwise_input_quantized_per_channel_runs_as_integer_convolution(tmp_path, multiplier):
+    """Per-channel input limits with one zero point before a depthwise convolution: the scales move into the
+    weights (Div + per-tensor QDQ), the same integer levels, so onnxruntime fuses QLinearConv; within one
+    output level of OpenVINO (rounding near-ties after the sums' float rounding), mostly equal."""
+    import onnxruntime as ort
+
+    model, feeds = _depthwise_model([128, 128, 128, 128], multiplier)
+    onnx_model = import_ir(model)
+    assert "Div" in {n.op_type for n in onnx_model.graph.node}
+    want = _run_ov(model, feeds)[0]
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    unfused = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session, ops = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QLinearConv" in ops
+    for got in (unfused.run(None, feeds)[0], session.run(None, feeds)[0]):
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.02 * 1.01)
+        assert np.mean(got == want) > 0.95
+
+
+def test_depthwise_input_with_per_channel_zero_points_stays_per_channel():
+    model, feeds = _depthwise_model([128, 0, 128, 64])
+    onnx_model = import_ir(model)
+    assert "Div" not in {n.op_type for n in onnx_model.graph.node}
+    np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.02 * 1.01)

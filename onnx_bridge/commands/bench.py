@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import importlib.util
 import sys
 from pathlib import Path
@@ -39,8 +40,34 @@ def main(args) -> int:
         path = getattr(args, option, None)
         if path and path != "-":
             check_output(path, f"--{option}")
-    benchmark = _benchmark()
+    benchmark = _benchmark("real_models" if args.models is not None else "run")
     if benchmark is None:
         raise BridgeError(f"the benchmark is part of the source tree ({_ROOT / 'benchmarks'} not found): "
                           "run it from a checkout installed with `pip install -e .`")
+    if args.models is not None:
+        return _real_models(benchmark, args)
     return benchmark.main(args)
+
+
+#: the lines around the real-model table in a --markdown file (docs/performance.md)
+REAL_MODELS_MARKERS = ("<!-- real-models: begin -->", "<!-- real-models: end -->")
+
+
+def _real_models(real_models, args) -> int:
+    """`bench --models`: benchmarks/real_models.py's table, printed, and written as --json / --markdown."""
+    unknown = real_models.unknown_models(args.models)
+    if unknown:
+        raise BridgeError(f"bench --models: {unknown}")
+    rows = real_models.run(args.models, args.repeats or 20)
+    text = real_models.table(rows)
+    print(text, end="")
+    if args.json:
+        payload = json.dumps({"models": rows}, indent=1)
+        if args.json == "-":
+            print(payload)
+        else:
+            Path(args.json).write_text(payload + "\n")
+    if args.markdown and args.markdown != "-":  # "-": the table printed above
+        from benchmarks import report
+        report.write_markdown(args.markdown, text, REAL_MODELS_MARKERS)
+    return 0

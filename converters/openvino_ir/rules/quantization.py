@@ -15,7 +15,8 @@ zero point: input range == output range, input_high > input_low, the limits vary
 (within ZERO_POINT_TOLERANCE). Activations become uint8 (zero point Z; Clip to the limits first when
 levels < 256), constant weights an int8 initializer holding the integer levels computed with the reference
 formula + DequantizeLinear, so onnxruntime's QDQ fusions run integer convolutions and matmuls;
-dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take.
+dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take
+(and moves the per-channel input scales of depthwise convolutions into their weights).
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
 plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
@@ -540,6 +541,7 @@ def dequantized_weights(nodes: list, initializers: list, outputs=()) -> int:
     from onnx import helper
 
     keep = set(outputs) | _outer_reads(nodes)
+    _depthwise_per_tensor(nodes, initializers, keep)
     _float_weights_for_per_channel_inputs(nodes, initializers)
     values = {name: array for name, _, array in initializers}
     producer = {out: n for n in nodes for out in n.output}
@@ -635,6 +637,69 @@ def dequantized_weights(nodes: list, initializers: list, outputs=()) -> int:
     nodes[:] = [n for n in nodes if id(n) not in dead]
     _conv_bias(nodes, initializers, keep)
     return rewritten
+
+
+def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
+    """A depthwise Conv (group = input channels) reading QuantizeLinear -> DequantizeLinear with per-channel
+    scales s_c and one zero point z (nncf quantizes depthwise inputs so), whose weights are nncf's
+    Reshape(Mul(int8 chain, scale)), becomes Div(x, s_c) -> QuantizeLinear(1, z) -> DequantizeLinear(1, z) and
+    weights scaled by s_c: the same integer levels (QuantizeLinear computes x / s_c first), the convolution's
+    sums one float rounding of each weight apart; onnxruntime then fuses an integer depthwise convolution
+    (a per-channel input zero point it cannot run, and float, it surrounds with layout transposes)."""
+    from onnx import helper
+
+    values = {name: array for name, _, array in initializers}
+    producer = {out: n for n in nodes for out in n.output}
+    readers: dict[str, list] = {}
+    for n in nodes:
+        for name in n.input:
+            readers.setdefault(name, []).append(n)
+
+    def single(name, op_type):
+        """The one reader of `name` when it is an `op_type`, else None."""
+        found = readers.get(name, [])
+        return found[0] if len(found) == 1 and found[0].op_type == op_type and name not in keep else None
+
+    for conv in [n for n in nodes if n.op_type == "Conv"]:
+        group = next((a.i for a in conv.attribute if a.name == "group"), 1)
+        dq, reshape = producer.get(conv.input[0]), producer.get(conv.input[1])
+        if group < 2 or dq is None or dq.op_type != "DequantizeLinear" or len(dq.input) < 3 \
+                or single(dq.output[0], "Conv") is not conv or reshape is None or reshape.op_type != "Reshape":
+            continue
+        q = producer.get(dq.input[0])
+        scale, zero = values.get(dq.input[1]), values.get(dq.input[2])
+        if q is None or q.op_type != "QuantizeLinear" or list(q.input[1:]) != list(dq.input[1:]) \
+                or single(q.output[0], "DequantizeLinear") is not dq or scale is None or zero is None \
+                or scale.ndim != 1 or scale.size != group or np.any(zero != zero.reshape(-1)[0]) \
+                or any(a.name == "axis" and a.i != 1 for a in list(q.attribute) + list(dq.attribute)):
+            continue
+        mul = producer.get(reshape.input[0])
+        if mul is None or mul.op_type != "Mul" or single(mul.output[0], "Reshape") is not reshape \
+                or single(reshape.output[0], "Conv") is not conv:
+            continue
+        side = next((i for i in (0, 1) if values.get(mul.input[i]) is not None
+                     and values[mul.input[i]].dtype == np.float32), None)
+        cast = producer.get(mul.input[1 - side]) if side is not None else None
+        if cast is None or cast.op_type not in ("Cast", "Sub"):
+            continue
+        weight_scale = values[mul.input[side]]
+        # the group axis leads nncf's [groups, out/groups, 1, kh, kw] weight and its scale
+        if weight_scale.ndim < 2 or weight_scale.shape[0] not in (1, group):
+            continue
+        stem = conv.name or conv.output[0]
+        folded = weight_scale * scale.reshape((group,) + (1,) * (weight_scale.ndim - 1))
+        names = [f"{stem}/input_scale", f"{stem}/unit_scale", f"{stem}/zero_point", f"{stem}/folded_scale"]
+        for name, array in zip(names, (scale.reshape(1, group, 1, 1).astype(np.float32), np.float32(1.0),
+                                       zero.reshape(-1)[:1].reshape(()), folded.astype(np.float32))):
+            initializers.append((name, NUMPY_CODES[np.asarray(array).dtype], np.asarray(array)))
+        divided = f"{stem}/per_channel_scaled"
+        nodes.insert(nodes.index(q), helper.make_node("Div", [q.input[0], names[0]], [divided], name=divided))
+        for node, data in ((q, divided), (dq, dq.input[0])):
+            node.input[:] = [data, names[1], names[2]]
+            kept = [a for a in node.attribute if a.name != "axis"]
+            del node.attribute[:]
+            node.attribute.extend(kept)
+        mul.input[side] = names[3]
 
 
 def _float_weights_for_per_channel_inputs(nodes: list, initializers: list) -> None:
