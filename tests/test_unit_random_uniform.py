@@ -122,3 +122,13 @@ def test_both_seeds_zero_is_not_deterministic():
     runs = [check.kernel_outputs(UNIT, case)[0] for _ in range(2)]
     assert not np.array_equal(*runs)
     assert ((runs[0] >= 0) & (runs[0] < 1)).all()
+
+
+def test_pytorch_alignment_is_refused_at_import():
+    import openvino as ov
+    from openvino import opset8
+    from converters.openvino_ir import import_ir
+    from custom_ops.errors import ConversionError
+    node = opset8.random_uniform(np.array([3], np.int64), np.float32(0), np.float32(1), "f32", 1, 2, "pytorch")
+    with pytest.raises(ConversionError, match="unsupported configuration: RandomUniform-8(.|\n)*'pytorch'"):
+        import_ir(ov.Model([node.output(0)], [], "pytorch_alignment"))

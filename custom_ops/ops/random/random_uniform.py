@@ -163,7 +163,7 @@ UNIT = DialectUnit(
     specs=(OpSpec(OP, 8, (Port("output_shape", "T_SHAPE"), Port("min_val", "T"), Port("max_val", "T")),
                   (Port("output", "T"),),
                   (Attribute("global_seed", "int", 0), Attribute("op_seed", "int", 0),
-                   Attribute("alignment", "string", "tensorflow", ("tensorflow", "pytorch"))),
+                   Attribute("alignment", "string", "tensorflow", ("tensorflow",))),
                   {"T_SHAPE": SHAPE_TYPES, "T": tuple(TYPE_NAMES)}, _kernel_v8,
                   doc="Uniform random values of OpenVINO's Philox stream (global_seed, op_seed).", infer=_infer),),
     openvino=OpenVINO(
@@ -173,7 +173,7 @@ UNIT = DialectUnit(
                     AttributeMap("alignment", "lower")),
         output_shapes=lambda i, a: [tuple(int(d) for d in np.asarray(i["output_shape"]))],
         notes="bit-exact with OpenVINO's reference (Philox4x32-10, TensorFlow alignment); stateless",
-        refuses=("alignment pytorch: another generator, not implemented (the kernel raises)",)),
+        refuses=("alignment pytorch: another generator (PyTorch's), not implemented",)),
     cases=cases, bad_cases=bad_cases,
     lowering=Absent("standard ONNX RandomUniform has implementation-defined values: no exact lowering"),
     raising=Absent("standard ONNX RandomUniform fixes no generator: nothing to raise exactly"),
