@@ -107,6 +107,9 @@ class OpenVINO:
     #: refuse(inputs, attributes): raise OpError for inputs that endanger the process in OpenVINO's CPU
     #: plugin (crash, heap corruption), inputs by port name; run before the backend runs the op.
     refuse: Callable | None = None
+    #: False: no import rule of its own; a standard rule imports the op and emits this unit's node only in
+    #: the configurations standard ONNX does not match (converters.openvino_ir.rules.dialect.import_as_unit).
+    import_rule: bool = True
 
     def ov_attributes(self, attributes: dict) -> dict:
         """Dialect attribute values -> OpenVINO names and values, for the factory."""

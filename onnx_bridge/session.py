@@ -173,14 +173,17 @@ class _Rewriter:
         newest = custom_ops.resolve(node.op_type, DIALECT_OPSET)
         attributes = newest.attribute_values(attributes)
         unit = custom_ops.unit_of(node.op_type)
-        data_code = self.types[node.input[0]]
+        # the data input: the first whose constraint admits a widened type (RandomUniform: min_val), else 0
+        data_index = next((i for i, port in enumerate(newest.inputs) if i < len(node.input) and node.input[i]
+                           and set(newest.type_constraints[port.type_constraint]) & set(WIDENED_TYPES)), 0)
+        data_code = self.types[node.input[data_index]]
         extra = [helper.make_attribute("_node", label)]
         # onnxruntime-extensions needs every declared input and output named (one input count per op).
         inputs = list(node.input) + [""] * (len(newest.inputs) - len(node.input))
         outputs = [name or f"__bridge_unused_{self.count}_{i}" for i, name in
                    enumerate(list(node.output) + [""] * (len(newest.outputs) - len(node.output)))]
         before, after, absent = [], [], []
-        wide_type = newest.inputs[0].type_constraint  # the data type: widened together
+        wide_type = newest.inputs[data_index].type_constraint  # the data type: widened together
         if data_code in _WIDENED_CODES:
             extra.append(helper.make_attribute("_dtype", type_name(ONNX_TO_NUMPY[data_code])))
             for index in [i for i, port in enumerate(newest.inputs)

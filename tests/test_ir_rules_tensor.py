@@ -456,10 +456,7 @@ REFUSALS = [
     ("interpolate-1-area", _interpolate_1("area", [9, 13]), {"x": [1, 2, 5, 7]}, "mode='area'"),
     ("interpolate-linear-integer", _interpolate("linear_onnx", "sizes", [9, 13]), {"x": ([1, 2, 5, 7], "u8")},
      "on integer data"),
-    ("roi-align-max", _roi_align(9, 2, 1.0, "asymmetric", "max"),
-     {"x": [1, 3, 8, 8], "r": [2, 4], "b": ([2], "i32")}, "mode='max'"),
-    *[(f"roi-align-{aligned}", _roi_align(9, 2, 1.0, aligned), {"x": [1, 3, 8, 8], "r": [2, 4], "b": ([2], "i32")},
-       f"aligned_mode={aligned!r}") for aligned in ("half_pixel_for_nn", "half_pixel")],
+    # ROIAlign mode max / aligned_mode half_pixel*: imported as the dialect op (tests/test_unit_roi_align.py)
     ("pad-symmetric-computed", _pad(12, None, None, "symmetric", computed=True),
      {"x": [2, 3], "b": ([2], "i64"), "e": ([2], "i64")}, "pad_mode='symmetric' with computed pads"),
     ("nms-computed-iou", _nms(), {"b": [1, 3, 4], "s": [1, 1, 3], "i": ([], "f32")},

@@ -56,6 +56,12 @@ def _unit_notes(unit) -> str:
     return "; ".join(filter(None, [unit.openvino.notes, ", ".join(mapped)]))
 
 
-for _unit in custom_ops.units():
+def import_as_unit(ctx, node, op_type: str) -> None:
+    """Import `node` as the dialect op of unit `op_type`: for standard rules that keep the configurations
+    standard ONNX matches and hand the others to a unit (OpenVINO.import_rule False)."""
+    _unit_rule(custom_ops.unit_of(op_type))(ctx, node)
+
+
+for _unit in [u for u in custom_ops.units() if u.openvino.import_rule]:
     rule(_unit.openvino.type_name, versions=_unit.openvino.versions, onnx=f"{_unit.op_type} ({DOMAIN})",
          notes=_unit_notes(_unit), refuses=_unit.openvino.refuses)(_unit_rule(_unit))

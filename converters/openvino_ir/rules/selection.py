@@ -10,6 +10,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .._registry import Unsupported, rule
+from .dialect import import_as_unit
 
 
 @rule("TopK", versions=(1, 3, 11), onnx="TopK (+ TopK, GatherElements for sort=index; Cast for i32)",
@@ -63,21 +64,17 @@ _ALIGNED = {"asymmetric": "output_half_pixel"}
 
 
 @rule("ROIAlign", versions=(3, 9), onnx="RoiAlign (opset 16 semantics)",
-      notes="mode avg; ROIAlign-3 and aligned_mode asymmetric are ONNX's output_half_pixel; sampling_ratio "
+      notes="mode max and aligned_mode half_pixel / half_pixel_for_nn (no exact ONNX RoiAlign: onnxruntime's "
+            "max pools weighted corners, its half_pixel differs) as ROIAlign (org.openvinotoolkit); "
+            "mode avg; ROIAlign-3 and aligned_mode asymmetric are ONNX's output_half_pixel; sampling_ratio "
             "0 (adaptive) and spatial_scale mean the same",
-      refuses=("mode max: onnxruntime's RoiAlign max pools the weighted corner values, OpenVINO the "
-               "interpolated samples",
-               "aligned_mode half_pixel: ONNX half_pixel measured different from OpenVINO's CPU plugin (up "
-               "to 6.6 apart on unit-normal data)",
-               "aligned_mode half_pixel_for_nn: no ONNX equivalent"))
+      refuses=())
 def roi_align(ctx, node):
     attributes = node.get_attributes()
     mode = str(attributes["mode"]).lower()
     aligned = str(attributes.get("aligned_mode", "asymmetric")).lower()
-    if mode != "avg":
-        raise Unsupported(f"mode={mode!r}: onnxruntime's RoiAlign max differs from OpenVINO's")
-    if aligned not in _ALIGNED:
-        raise Unsupported(f"aligned_mode={aligned!r} has no exactly equivalent ONNX RoiAlign mode")
+    if mode != "avg" or aligned not in _ALIGNED:   # no exact ONNX RoiAlign: the dialect op
+        return import_as_unit(ctx, node, "ROIAlign")
     ctx.emit("RoiAlign", [ctx.inp(node, 0), ctx.inp(node, 1), ctx.int64(node, 2)], [ctx.out(node)],
              mode="avg", output_height=int(attributes["pooled_h"]), output_width=int(attributes["pooled_w"]),
              sampling_ratio=int(attributes["sampling_ratio"]),

@@ -1,0 +1,71 @@
+"""ROIAlign-9 as a dialect unit (custom_ops/ops/detection/roi_align.py), used by the IR rule
+(converters/openvino_ir/rules/selection.py) for mode max and aligned_mode half_pixel / half_pixel_for_nn,
+where standard ONNX RoiAlign is not exact; mode avg with asymmetric alignment stays ONNX RoiAlign.
+Kernel vs OpenVINO CPU (f32 hint, static shapes: the plugin refuses dynamic rois) on generated cases."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import custom_ops
+from custom_ops.config import DOMAIN
+from tests.helpers import units as check
+from tests.test_dialect_detection import _static_dialect_model, _static_model
+
+pytestmark = pytest.mark.openvino
+
+UNIT = custom_ops.unit_of("ROIAlign")
+CASES = check.cases(UNIT)
+
+
+@pytest.fixture(autouse=True)
+def static_oracle(monkeypatch):
+    monkeypatch.setattr(check, "openvino_model", _static_model)
+    monkeypatch.setattr(check, "dialect_model", _static_dialect_model)
+
+
+def test_kernel_matches_openvino_on_many_cases():
+    count = 0
+    for seed in range(5):
+        for case in check.cases(UNIT, seed):
+            check.check_kernel_against_openvino(UNIT, case)
+            count += 1
+    assert count >= 100
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.attributes["mode"] == "max"
+                                  or c.attributes["aligned_mode"] != "asymmetric"][:4], ids=lambda c: c.id)
+def test_rule_imports_the_unit_where_onnx_is_not_exact(case, tmp_path):
+    check.check_import_and_session(UNIT, case)
+    check.check_export(UNIT, case, tmp_path)
+    check.check_reference_and_schema(UNIT, case)
+
+
+def test_avg_asymmetric_stays_standard_roi_align():
+    from converters.openvino_ir import import_ir
+    case = next(c for c in CASES if c.attributes["mode"] == "avg" and c.attributes["aligned_mode"] == "asymmetric")
+    imported = import_ir(check.openvino_model(UNIT, case))
+    assert [(n.domain, n.op_type) for n in imported.graph.node if n.op_type in ("RoiAlign", "ROIAlign")] == \
+        [("", "RoiAlign")]
+    assert not [n for n in imported.graph.node if n.domain == DOMAIN]
+
+
+@pytest.mark.parametrize("case,message", UNIT.bad_cases(), ids=lambda c: getattr(c, "id", ""))
+def test_bad_inputs_raise_op_error(case, message):
+    check.check_bad_case(UNIT, case, message)
+
+
+def test_max_starts_from_zero_and_empty_bins_are_zero():
+    """OpenVINO's max pooling starts from 0 (all-negative bins give 0); a zero-extent box with
+    sampling_ratio 0 in half_pixel has no samples: 0 (the CPU plugin: NaN, declared)."""
+    from custom_ops.unit import Case
+    data = -np.ones((1, 1, 4, 4), np.float32)
+    rois = np.asarray([[0, 0, 2, 2]], np.float32)
+    base = {"pooled_h": 2, "pooled_w": 2, "spatial_scale": 1.0}
+    case = Case("negative", (data, rois, np.asarray([0], np.int32)), dict(base, sampling_ratio=2, mode="max"))
+    check.check_kernel_against_openvino(UNIT, case)
+    np.testing.assert_array_equal(check.kernel_outputs(UNIT, case)[0], 0)
+    empty = Case("empty", (data, np.asarray([[1, 1, 1, 1]], np.float32), np.asarray([0], np.int32)),
+                 dict(base, sampling_ratio=0, mode="avg", aligned_mode="half_pixel"))
+    np.testing.assert_array_equal(check.kernel_outputs(UNIT, empty)[0], 0)
+    assert any("NaN" in reason for _, reason in UNIT.divergences)
