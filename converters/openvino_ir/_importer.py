@@ -396,13 +396,13 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     mapped = MappedPages() if defer is None else None
     for name, code, array in ctx.initializers:
         if name in referenced:
-            dense = isinstance(array, np.ndarray)  # else packed 4-bit values (_types.Nibbles): written inline
-            if defer is not None and dense and array.size > DEFER_ELEMENTS:
+            dense = isinstance(array, np.ndarray)  # else packed 4-bit values (_types.Nibbles)
+            if defer is not None and (array.size if dense else array.nbytes * 2) > DEFER_ELEMENTS:
                 defer.defer(model.graph.initializer.add(), array, name, code)
             else:
                 fill_tensor(model.graph.initializer.add(), array, name, code)
-                if mapped is not None and dense:  # copied: the weights are not held twice
-                    mapped.release(array)
+                if mapped is not None:  # copied: the weights are not held twice
+                    mapped.release(array if dense else array.packed)
     return model
 
 
