@@ -16,6 +16,7 @@ from onnx_bridge.cli import main
 ov = pytest.importorskip("openvino")
 import openvino.opset13 as op  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
+from converters.openvino_ir import _types  # noqa: E402
 from converters.openvino_ir._importer import DEFER_ELEMENTS  # noqa: E402
 
 #: MatMul over 64 products: onnxruntime and OpenVINO's CPU plugin may sum in different orders.
@@ -68,9 +69,14 @@ def _ids(seed: int = 1):
     return np.random.default_rng(seed).integers(0, 96, (2, 32)).astype(np.int64)
 
 
-def test_4bit_weights_are_deferred_without_a_copy(ir, tmp_path):
+def test_4bit_weights_are_deferred_without_a_copy(ir, tmp_path, monkeypatch):
+    unpacked = []
+    unpack = _types.unpack_nibbles
+    monkeypatch.setattr(_types, "unpack_nibbles", lambda packed, signed, shape: unpacked.append(
+        int(np.prod(shape))) or unpack(packed, signed, shape))
     weights = model_io.Weights()
     deferred = import_ir(ir, defer=weights)
+    assert unpacked and max(unpacked) < DEFER_ELEMENTS  # zero points only: no weight is unpacked
     ops = [n.op_type for n in deferred.graph.node]
     assert {"GatherBlockQuantized", "MatMulNBits", "DequantizeLinear"} <= set(ops), ops
     tensors = {t.name: t for t in deferred.graph.initializer}
@@ -117,3 +123,14 @@ def test_int4_model_past_the_limit_is_written_with_external_data_that_runs(ir, t
     np.testing.assert_array_equal(result, onnx_bridge.InferenceSession(inline).run(None, feed)[0])
     reference = ov.Core().compile_model(str(ir), "CPU", REFERENCE)(feed)[0]
     np.testing.assert_allclose(result, reference, rtol=SUM_ORDER_TOLERANCE, atol=SUM_ORDER_TOLERANCE)
+
+
+def test_4bit_constant_read_as_integers_is_unpacked():
+    x = op.parameter([2, 40], ov.Type.f32, name="x")
+    values = np.random.default_rng(2).integers(0, 16, (2, 40))
+    weight = ov.op.Constant(ov.Type.u4, ov.Shape([2, 40]), values.reshape(-1).tolist())
+    model = import_ir(ov.Model([op.add(x, op.convert(weight, ov.Type.f32))], [x]))
+    [tensor] = model.graph.initializer
+    assert tensor.data_type == onnx.TensorProto.UINT8 and np.array_equal(numpy_helper.to_array(tensor), values)
+    got = onnx_bridge.InferenceSession(model).run(None, {"x": np.ones((2, 40), np.float32)})[0]
+    np.testing.assert_array_equal(got, values + 1)

@@ -66,6 +66,18 @@ class Nibbles:
         return cls(flat[0::2] | (flat[1::2] << 4), np.shape(values))
 
 
+class Unpacked:
+    """A u4/i4 Constant's values as one uint8/int8 each, unpacked only when the initializer is used: the
+    4-bit weights an LLM's MatMulNBits / GatherBlockQuantized / DequantizeLinear-21 keep packed are never
+    unpacked (that would take twice their bytes and most of the import's time)."""
+
+    def __init__(self, constant):
+        self.constant = constant
+
+    def array(self) -> np.ndarray:
+        return constant_array(self.constant)
+
+
 def numpy_type(code: int) -> np.dtype:
     return ONNX_TO_NUMPY[code]
 
