@@ -201,7 +201,7 @@ def build_llm_int4(directory: Path, layers=16, hidden=4096, inner=11008, group=1
     def weight(rows, cols):
         blocks = cols // group
         value = op.subtract(u4([rows, blocks, group]), u4([rows, blocks, 1]))
-        scale = (rng.random((rows, blocks, 1), dtype=np.float32) / 64).astype(np.float16)
+        scale = (rng.random((rows, blocks, 1), dtype=np.float32) / cols).astype(np.float16)  # finite outputs
         value = op.reshape(op.multiply(value, op.constant(scale)), op.constant(np.int64([rows, cols])), False)
         return op.convert(value, ov.Type.f32)
 
