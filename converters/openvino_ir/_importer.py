@@ -403,7 +403,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     for name, code, array in ctx.initializers:
         if name in referenced:
             dense = isinstance(array, np.ndarray)  # else packed 4-bit values (_types.Nibbles)
-            if defer is not None and (array.size if dense else array.nbytes * 2) > DEFER_ELEMENTS:
+            if defer is not None and array.size > DEFER_ELEMENTS:
                 defer.defer(model.graph.initializer.add(), array, name, code)
             else:
                 fill_tensor(model.graph.initializer.add(), array, name, code)

@@ -56,7 +56,7 @@ class Nibbles:
 
     def __init__(self, packed: np.ndarray, shape: tuple[int, ...]):
         self.packed, self.shape = packed, tuple(shape)
-        self.nbytes = packed.nbytes
+        self.nbytes, self.size = packed.nbytes, int(np.prod(self.shape, dtype=np.int64))
 
     @classmethod
     def pack(cls, values: np.ndarray) -> "Nibbles":
