@@ -43,8 +43,8 @@ test-lowest: $(LOWEST_STAMP)
 	$(LOWEST)/bin/python -m pytest -n 2 -q -m "not wheel"
 
 # A real optimum-intel LLM export (tests/test_llm_optimum.py): optimum-intel pins transformers < 5.6, so it gets
-# its own venv. Part of `make test` (CI keeps one test on a real export): measured 6.6 min to install and 3.6 min
-# to run on the 2-core machine under a load average of 23-27 (estimated unloaded: ~2 and ~1 min).
+# its own venv. Part of `make test` (CI keeps one test on a real export): measured on the shared 2-core machine
+# 6.6 min to install and 3.6 min to run at a load average of 23-27, 1.6 min to run at 10-15.
 OPTIMUM := .venv-optimum
 $(OPTIMUM)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(OPTIMUM)
