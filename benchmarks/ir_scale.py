@@ -22,6 +22,9 @@ Cases:
   resnet18     torchvision's resnet18 through ov.convert_model (needs torch; not in the default list)
   llm          24 decoder layers of [2048, 8192] f16 MatMul weights (~1.6 GB .bin; not in the default list):
                the CLI writes external data (--external-data), the progress line is shown
+  llm-int4     16 gated-MLP layers of nncf's INT4_ASYM form (u4 [N, K/128, 128] + u4 zero points + f16 scales;
+               1.08 GB of packed weights; not in the default list): MatMulNBits whose packed B is written
+               straight from OpenVINO's bytes, one .onnx and with --external-data
 """
 from __future__ import annotations
 
@@ -179,6 +182,41 @@ def build_llm(directory: Path, layers=24, hidden=2048, inner=8192) -> Path:
     return xml
 
 
+def build_llm_int4(directory: Path, layers=16, hidden=4096, inner=11008, group=128) -> Path:
+    """LLM-like with nncf's INT4_ASYM weights: `layers` gated MLP blocks (gate, up [inner, hidden], down
+    [hidden, inner]), each weight Constant u4 [N, K/group, group] -> Convert f16 -> Subtract(u4 zero point
+    [N, K/group, 1]) -> Multiply(f16 scale) -> Reshape [N, K] -> Convert f32 -> MatMul(transpose_b): 16 layers
+    of 3 x 4096x11008 = 1.08 GB of packed weights (random bytes: every nibble a value)."""
+    import numpy as np
+    import openvino as ov
+    import openvino.opset13 as op
+
+    rng = np.random.default_rng(3)
+
+    def u4(shape):
+        tensor = ov.Tensor(ov.Type.u4, ov.Shape(shape))
+        tensor.data[:] = rng.integers(0, 256, tensor.data.size, dtype=np.uint8)  # packed, two values a byte
+        return op.convert(ov.op.Constant(tensor, shared_memory=True), ov.Type.f16)
+
+    def weight(rows, cols):
+        blocks = cols // group
+        value = op.subtract(u4([rows, blocks, group]), u4([rows, blocks, 1]))
+        scale = (rng.random((rows, blocks, 1), dtype=np.float32) / cols).astype(np.float16)  # finite outputs
+        value = op.reshape(op.multiply(value, op.constant(scale)), op.constant(np.int64([rows, cols])), False)
+        return op.convert(value, ov.Type.f32)
+
+    x = op.parameter([1, 4, hidden], ov.Type.f32, name="hidden_states")
+    value = x
+    for layer in range(layers):
+        gate = op.matmul(value, weight(inner, hidden), False, True)
+        up = op.matmul(value, weight(inner, hidden), False, True)
+        down = op.matmul(op.multiply(op.swish(gate), up), weight(hidden, inner), False, True)
+        value = op.add(value, op.multiply(down, op.constant(np.float32(0.01))))
+    xml = directory / "llm_int4.xml"
+    ov.save_model(ov.Model([value], [x], "llm_int4"), str(xml), compress_to_fp16=False)
+    return xml
+
+
 def build_resnet18(directory: Path) -> Path:
     """torchvision's resnet18 (random weights, f32) through ov.convert_model: a real CNN's IR."""
     import openvino as ov
@@ -201,6 +239,7 @@ BUILDERS = {
     "transformer-f32": lambda d: build_transformer(d, f16=False),
     "small": build_small,
     "llm": build_llm,
+    "llm-int4": build_llm_int4,
     "resnet18": build_resnet18,
 }
 
@@ -232,7 +271,8 @@ def measure(case: str, repeats: int, directory: Path, only=None) -> tuple[dict, 
     import openvino as ov
     facts = {"case": case, "ops": len(ov.Core().read_model(str(xml)).get_ordered_ops()),
              "weights": xml.with_suffix(".bin").stat().st_size}
-    kinds = KINDS if case != "llm" else ("openvino", "import", "cli --external-data")
+    kinds = {"llm": ("openvino", "import", "cli --external-data"),
+             "llm-int4": ("openvino", "cli", "cli --external-data")}.get(case, KINDS)
     if only:
         kinds = [kind for kind in kinds if kind == "openvino" or kind.split()[0] in only]
     runs: dict[str, list] = {kind: [] for kind in kinds}

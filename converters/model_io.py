@@ -109,6 +109,8 @@ class Weights:
         return len(self.arrays)
 
     def defer(self, tensor: onnx.TensorProto, array, name: str, code: int) -> onnx.TensorProto:
+        """Mark `tensor` as deferred with `array`'s data: a numpy array, or for UINT4/INT4 an object with
+        `shape` and `packed` (uint8 bytes, two values a byte, low nibble first: ONNX's raw_data layout)."""
         tensor.name, tensor.data_type = name, code
         tensor.dims.extend(array.shape)
         tensor.data_location = onnx.TensorProto.EXTERNAL
@@ -127,6 +129,9 @@ class Weights:
             array = self.arrays[tensor.name]
         except KeyError:
             raise ModelError(f"initializer {tensor.name!r} has no deferred data") from None
+        if tensor.data_type in _PACKED_4BIT:  # already packed (e.g. a view of OpenVINO's u4/i4 bytes)
+            packed = np.ascontiguousarray(array.packed).reshape(-1).view(np.uint8)
+            return memoryview(packed[:_tensor_bytes(tensor)])
         array = np.asarray(array, dtype=onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type)
                            if tensor.data_type != onnx.TensorProto.BFLOAT16 else array.dtype)
         array = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
@@ -165,12 +170,18 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+#: Element types stored two values a byte.
+_PACKED_4BIT = frozenset({onnx.TensorProto.UINT4, onnx.TensorProto.INT4})
+
+
 def _tensor_bytes(tensor: onnx.TensorProto) -> int:
     if tensor.data_type == onnx.TensorProto.STRING:
         return 0
     count = 1
     for dim in tensor.dims:
         count *= dim
+    if tensor.data_type in _PACKED_4BIT:
+        return (count + 1) // 2
     return count * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
 
 

@@ -22,7 +22,7 @@ from ..model_io import Weights
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
-from ._types import MappedPages, carried_type, constant_array, fill_tensor, onnx_type, value_info
+from ._types import MappedPages, Unpacked, carried_type, constant_array, fill_tensor, onnx_type, value_info
 from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT, dequantized_weights
 from .rules.state import beam_gathers, refused_model_form, state_boundary
 
@@ -371,6 +371,12 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
+    if any(isinstance(array, Unpacked) for _, _, array in ctx.initializers):  # u4/i4 a live node reads
+        read = {o.name for o in outputs}
+        _live(ctx.nodes, read)
+        ctx.initializers[:] = [(name, code, array.array() if isinstance(array, Unpacked) else array)
+                               for name, code, array in ctx.initializers
+                               if name in read or not isinstance(array, Unpacked)]
     if int8 == "qdq":
         dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values())
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
@@ -397,13 +403,13 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     mapped = MappedPages() if defer is None else None
     for name, code, array in ctx.initializers:
         if name in referenced:
-            dense = isinstance(array, np.ndarray)  # else packed 4-bit values (_types.Nibbles): written inline
-            if defer is not None and dense and array.size > DEFER_ELEMENTS:
+            dense = isinstance(array, np.ndarray)  # else packed 4-bit values (_types.Nibbles)
+            if defer is not None and array.size > DEFER_ELEMENTS:
                 defer.defer(model.graph.initializer.add(), array, name, code)
             else:
                 fill_tensor(model.graph.initializer.add(), array, name, code)
-                if mapped is not None and dense:  # copied: the weights are not held twice
-                    mapped.release(array)
+                if mapped is not None:  # copied: the weights are not held twice
+                    mapped.release(array if dense else array.packed)
     _record_names(model, ov_model, shared.names)
     return model
 

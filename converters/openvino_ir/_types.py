@@ -56,7 +56,7 @@ class Nibbles:
 
     def __init__(self, packed: np.ndarray, shape: tuple[int, ...]):
         self.packed, self.shape = packed, tuple(shape)
-        self.nbytes = packed.nbytes
+        self.nbytes, self.size = packed.nbytes, int(np.prod(self.shape, dtype=np.int64))
 
     @classmethod
     def pack(cls, values: np.ndarray) -> "Nibbles":
@@ -64,6 +64,18 @@ class Nibbles:
         if flat.size % 2:
             flat = np.append(flat, np.uint8(0))
         return cls(flat[0::2] | (flat[1::2] << 4), np.shape(values))
+
+
+class Unpacked:
+    """A u4/i4 Constant's values as one uint8/int8 each, unpacked only when the initializer is used: the
+    4-bit weights an LLM's MatMulNBits / GatherBlockQuantized / DequantizeLinear-21 keep packed are never
+    unpacked (that would take twice their bytes and most of the import's time)."""
+
+    def __init__(self, constant):
+        self.constant = constant
+
+    def array(self) -> np.ndarray:
+        return constant_array(self.constant)
 
 
 def numpy_type(code: int) -> np.dtype:

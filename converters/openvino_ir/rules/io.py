@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .._registry import Unsupported, rule
-from .._types import carried_type, constant_array, value_info
+from .._types import Unpacked, carried_type, constant_array, value_info
 from .quantization import decompressed_in_f32
 
 
@@ -21,12 +21,15 @@ def parameter(ctx, node):
       notes="raw bytes, bit-exact (bf16 too); u4/i4 unpacked to uint8/int8",
       refuses=("u4/i4 read by anything but Convert: the 4-bit range is not carried",))
 def constant(ctx, node):
-    if carried_type(node.get_output_element_type(0)) is not None:
+    carried = carried_type(node.get_output_element_type(0))
+    if carried is not None:
         # u4/i4 are carried unpacked in uint8/int8: exact for a Convert, not for arithmetic in 4 bits
         readers = {target.get_node().get_type_name() for target in node.output(0).get_target_inputs()}
         if readers - {"Convert"}:
             raise Unsupported(f"a {node.get_output_element_type(0).get_type_name()} constant read by "
                               f"{', '.join(sorted(readers - {'Convert'}))} (only Convert)")
+        ctx.initializers.append((ctx.out(node), carried, Unpacked(node)))  # unpacked if a node reads it
+        return
     ctx.const(constant_array(node), name=ctx.out(node))
 
 
