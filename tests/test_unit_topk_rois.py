@@ -49,5 +49,5 @@ def test_ties_in_box_order_and_rows_past_n_zero():
     np.testing.assert_array_equal(got[:, 0] // 4, [2, 5, 8, 11, 14, 1, 4, 7, 10, 13, 0, 3, 6, 9, 12, 15])
     past = check.kernel_outputs(UNIT, Case("past_n", (rois[:2], probs[:2]), {"max_rois": 5}))[0]
     np.testing.assert_array_equal(past, [rois[1], rois[0], [0] * 4, [0] * 4, [0] * 4])
-    reasons = " ".join(reason for _, reason in UNIT.divergences)
+    reasons = " ".join(d.reason for d in UNIT.divergences)
     assert "more than 16 boxes" in reasons and "uninitialised" in reasons

@@ -14,7 +14,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import FLOATS, flag, native, output_type
 
@@ -109,6 +109,28 @@ def _output_shapes(inputs, attributes):
     return [(height * width * n, 4) if attributes["flatten"] else (height, width, n, 4)]
 
 
+def _grid_not_the_map(inputs, attributes) -> bool:
+    """h or w other than 0 or the feature map's size (the contract refuses these; any inputs may come)."""
+    shape = np.shape(inputs.get("feature_map"))
+    if len(shape) != 4:
+        return False
+    try:
+        return int(attributes["h"]) not in (0, shape[2]) or int(attributes["w"]) not in (0, shape[3])
+    except (TypeError, ValueError):
+        return False
+
+
+# kind "crashes": inputs the contract refuses, which onnx_bridge.backends.openvino refuses before OpenVINO (refuse)
+DIVERGENCES = (
+    Divergence("ov-priorgrid-grid-not-the-map", "openvino-cpu", "crashes", "h, w other than the map's size",
+               "The CPU plugin fills an h x w grid into the H x W output: h * w > H * W writes past the output "
+               "(heap corruption), smaller leaves rows uninitialised. The contract refuses h, w other than 0 or "
+               "the feature map's size.",
+               _grid_not_the_map, Case("example", (np.zeros((2, 4), np.float32), np.zeros((1, 1, 2, 2), np.float32),
+                                                   np.zeros((1, 3, 8, 8), np.float32)), {"h": 3, "w": 3})),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 6, tuple(Port(name, "T") for name in PORTS), (Port("output", "T"),),
@@ -127,9 +149,6 @@ UNIT = DialectUnit(
     lowering=Absent("exact as Range/Mul/Add over static shapes, but not written"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch has no such op"),
-    divergences=(
-        ("openvino-cpu", "h * w > H * W: writes past the output (heap corruption); smaller: rows uninitialised "
-                         "(the contract refuses h, w other than 0 or the map's size)"),
-    ),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked"),
 )

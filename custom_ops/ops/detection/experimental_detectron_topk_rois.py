@@ -10,7 +10,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import FLOATS, native, output_type
 
@@ -70,6 +70,48 @@ def bad_cases() -> list:
     ]
 
 
+# Divergences of OpenVINO's CPU plugin (2026.4, measured) ------------------------------------------------
+
+_OV = "openvino-cpu"
+
+
+def _past_n(inputs, attributes) -> bool:
+    return int(attributes["max_rois"]) > np.shape(inputs["input_rois"])[0]
+
+
+def _ties_beyond_16(inputs, attributes) -> bool:
+    """More than 16 boxes (std::sort leaves insertion sort) with equal probabilities."""
+    probs = np.asarray(inputs["rois_probs"])
+    return probs.size > 16 and np.unique(probs).size < probs.size
+
+
+def _f64_inexact(inputs, attributes) -> bool:
+    arrays = [np.asarray(inputs[name]) for name in ("input_rois", "rois_probs")]
+    return any(a.dtype == np.float64 and not np.array_equal(a.astype(np.float32).astype(np.float64), a)
+               for a in arrays)
+
+
+_F32 = lambda v: np.asarray(v, np.float32)  # noqa: E731
+DIVERGENCES = (
+    Divergence("ov-topkrois-rows-past-n-uninitialised", _OV, "nondeterministic",
+               "rows past N uninitialised",
+               "With max_rois > N the CPU plugin leaves the output rows past N uninitialised (whatever the "
+               "buffer held); the contract writes 0 there.",
+               _past_n, Case("example", (_F32(np.arange(8).reshape(2, 4)), _F32([0.25, 0.75])), {"max_rois": 5})),
+    Divergence("ov-topkrois-ties-unstable", _OV, "value", "ties among more than 16 boxes reordered",
+               "Equal probabilities among more than 16 boxes: the CPU plugin's std::sort (no longer an insertion "
+               "sort past 16 elements) orders tied boxes arbitrarily; the contract keeps them in box order (a "
+               "stable sort). Up to 16 boxes OpenVINO agrees.",
+               _ties_beyond_16, Case("example", (_F32(np.arange(40 * 4).reshape(40, 4)),
+                                                 _F32(np.arange(40) % 3 / 4)), {"max_rois": 40})),
+    Divergence("ov-topkrois-f64-as-f32", _OV, "value", "f64 computed in f32",
+               "Under the f32 inference precision hint the CPU plugin computes f64 in f32: boxes come back "
+               "rounded to f32 (0.1 as 0.10000000149011612); values f32 holds exactly are exact.",
+               _f64_inexact, Case("example", (np.asarray([[0.1, 0.2, 0.3, 0.4], [1, 2, 3, 4]], np.float64),
+                                              np.asarray([0.5, 0.25], np.float64)), {"max_rois": 2})),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 6, (Port("input_rois", "T"), Port("rois_probs", "T")), (Port("output_rois", "T"),),
@@ -83,11 +125,6 @@ UNIT = DialectUnit(
     lowering=Absent("TopK + Gather + Pad would do, but ONNX TopK's tie order is not guaranteed stable; not written"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch has no such op"),
-    divergences=(
-        ("openvino-cpu", "max_rois > N: the rows past N are uninitialised memory (contract: 0)"),
-        ("openvino-cpu", "equal probabilities among more than 16 boxes: std::sort's unstable order (contract: "
-                         "box order)"),
-        ("openvino-cpu", "f64 computed in f32 under the f32 precision hint (boxes rounded to f32)"),
-    ),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked"),
 )

@@ -16,7 +16,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import FLOATS, output_type
 
@@ -157,6 +157,84 @@ def _factory(ov, inputs, a):
                             a["spatial_scale"], a["mode"], a["aligned_mode"])
 
 
+# Divergences of OpenVINO's CPU plugin (2026.4, measured) ------------------------------------------------
+
+_OV = "openvino-cpu"
+
+
+def _geometry(inputs, attributes, T):
+    """Per ROI, as the kernel computes it in T: (start_y, start_x, bin_h, bin_w, count_y, count_x)."""
+    offset_src, offset_dst = ALIGNED[attributes["aligned_mode"]]
+    rois = np.asarray(inputs["rois"]).astype(T)
+    corners = (rois + T(offset_src)) * T(attributes["spatial_scale"]) + T(offset_dst)
+    out = []
+    for x1, y1, x2, y2 in corners:
+        extent_w, extent_h = x2 - x1, y2 - y1
+        if offset_src == 0 and offset_dst == 0:
+            extent_w, extent_h = max(extent_w, T(1)), max(extent_h, T(1))
+        bin_w, bin_h = extent_w / T(attributes["pooled_w"]), extent_h / T(attributes["pooled_h"])
+        ratio = int(attributes["sampling_ratio"])
+        out.append((y1, x1, bin_h, bin_w, ratio or int(np.ceil(bin_h)), ratio or int(np.ceil(bin_w))))
+    return out
+
+
+def _counts(inputs, attributes) -> list:
+    """Samples per bin (count_y * count_x) of each ROI, as the kernel counts them."""
+    T = np.asarray(inputs["input"]).dtype.type
+    return [cy * cx if cy > 0 and cx > 0 else 0 for *_, cy, cx in _geometry(inputs, attributes, T)]
+
+
+def _avg_count_not_power_of_two(inputs, attributes) -> bool:
+    return attributes["mode"] == "avg" and any(c > 0 and c & (c - 1) for c in _counts(inputs, attributes))
+
+
+def _inexact_positions(inputs, attributes) -> bool:
+    """Some corner, bin size or sample position differs computed in T and exactly (float64)."""
+    T = np.asarray(inputs["input"]).dtype.type
+    in_t, exact = _geometry(inputs, attributes, T), _geometry(inputs, attributes, np.float64)
+    for (start_y, start_x, bin_h, bin_w, count_y, count_x), wide in zip(in_t, exact):
+        if count_y <= 0 or count_x <= 0:
+            continue
+        if [float(v) for v in (start_y, start_x, bin_h, bin_w)] != [float(v) for v in wide[:4]]:
+            return True
+        for start, size, pooled, count in ((start_y, bin_h, attributes["pooled_h"], count_y),
+                                           (start_x, bin_w, attributes["pooled_w"], count_x)):
+            bins = np.arange(int(pooled))[:, None]
+            samples = np.arange(count)[None, :] + 0.5
+            position = start + bins.astype(T) * size + (size / T(count)) * samples.astype(T)
+            wanted = np.float64(start) + bins * np.float64(size) + np.float64(size) / count * samples
+            if not np.array_equal(position.astype(np.float64), wanted):
+                return True
+    return False
+
+
+def _empty_bin(inputs, attributes) -> bool:
+    return 0 in _counts(inputs, attributes)
+
+
+def _example(rois, **attributes) -> Case:
+    data = (np.arange(2 * 2 * 6 * 6).reshape(2, 2, 6, 6) % 7 - 3).astype(np.float32)
+    base = {"pooled_h": 2, "pooled_w": 2, "sampling_ratio": 0, "spatial_scale": 1.0, "mode": "avg"}
+    return Case("example", (data, np.asarray(rois, np.float32), np.zeros(len(rois), np.int32)),
+                {**base, **attributes})
+
+
+DIVERGENCES = (
+    Divergence("ov-roialign-avg-sum-order", _OV, "value", "avg: sums of a non-power-of-two count",
+               "Mode avg with a sample count per bin that is not a power of two: last-bit differences from the "
+               "CPU plugin's summation order (the contract: sample / count added in sample order).",
+               _avg_count_not_power_of_two, _example([[0, 0, 6, 6]], sampling_ratio=3)),
+    Divergence("ov-roialign-inexact-sample-positions", _OV, "value", "inexact sample positions",
+               "Sample positions that are not exact in T (bin / count inexact, e.g. sampling_ratio 0 with 3 "
+               "samples): last-bit differences of the interpolation from the CPU plugin's arithmetic order.",
+               _inexact_positions, _example([[0.0, 0.0, 5.0, 5.0]], sampling_ratio=3, mode="max")),
+    Divergence("ov-roialign-empty-bin-nan", _OV, "value", "a bin without samples is NaN",
+               "A bin without samples (zero extent with sampling_ratio 0, half_pixel modes): the CPU plugin "
+               "returns NaN (0 / 0); the contract gives 0.",
+               _empty_bin, _example([[1, 1, 1, 1]], aligned_mode="half_pixel")),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 9, (Port("input", "T"), Port("rois", "T"), Port("batch_indices", "I")),
@@ -179,13 +257,6 @@ UNIT = DialectUnit(
     lowering=Absent("ONNX RoiAlign is the lowering where exact (the IR rule picks it); not for these modes"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("no torch adapter"),
-    divergences=(
-        ("openvino-cpu", "avg with a sample count that is not a power of two: last-bit differences (the CPU "
-                         "plugin's summation order; the contract: sample / count added in sample order)"),
-        ("openvino-cpu", "sample positions that are not exact in T (bin / count inexact, e.g. sampling_ratio 0 "
-                         "with 3 samples): last-bit differences of the interpolation (the CPU's arithmetic order)"),
-        ("openvino-cpu", "a bin without samples (zero extent, sampling_ratio 0, half_pixel modes): NaN "
-                         "(0 / 0); the contract: 0"),
-    ),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked"),
 )

@@ -20,7 +20,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from . import _philox
 
@@ -158,6 +158,87 @@ def bad_cases() -> list:
     ]
 
 
+# Divergences of OpenVINO's CPU plugin (2026.4, measured) ------------------------------------------------
+
+_OV = "openvino-cpu"
+
+
+def _type(inputs) -> np.dtype:
+    return np.asarray(inputs["min_val"]).dtype
+
+
+def _count(inputs) -> int:
+    return int(np.prod(np.asarray(inputs["output_shape"]).astype(np.int64)))
+
+
+def _generated(inputs, attributes, *types) -> bool:
+    """Output of one of `types` with at least one value, of rank >= 1 (rank 0: the scalar row)."""
+    return _type(inputs) in types and np.asarray(inputs["output_shape"]).size > 0 and _count(inputs) > 0
+
+
+def _f32(inputs, attributes) -> bool:
+    return _generated(inputs, attributes, np.float32)
+
+
+def _f16_f64(inputs, attributes) -> bool:
+    return _generated(inputs, attributes, np.float16, np.float64)
+
+
+def _i64(inputs, attributes) -> bool:
+    return _generated(inputs, attributes, np.int64)
+
+
+def _i32_wide_range(inputs, attributes) -> bool:
+    low, high = (int(np.asarray(inputs[name]).reshape(-1)[0]) for name in ("min_val", "max_val"))
+    return _generated(inputs, attributes, np.int32) and high - low > 2 ** 31 - 1
+
+
+def _scalar(inputs, attributes) -> bool:
+    return np.asarray(inputs["output_shape"]).size == 0
+
+
+def _seeded(inputs, attributes) -> bool:
+    """A fixed stream (both seeds 0 is random in the contract too) and at least one value."""
+    return (attributes["global_seed"], attributes["op_seed"]) != (0, 0) and _count(inputs) > 0
+
+
+def _example(shape, low, high, dtype, global_seed=7, op_seed=11) -> Case:
+    return Case("example", (np.asarray(shape, np.int64), np.asarray(low, dtype), np.asarray(high, dtype)),
+                {"global_seed": global_seed, "op_seed": op_seed})
+
+
+DIVERGENCES = (
+    Divergence("ov-randomuniform-f32-fma", _OV, "value", "f32 scaled with a fused multiply-add",
+               "The CPU plugin computes min + u * (max - min) for f32 as a fused multiply-add (one rounding); "
+               "OpenVINO's reference and the contract round the product first: last-bit differences.",
+               _f32, _example([16], 0.1, 3.7, np.float32)),
+    Divergence("ov-randomuniform-f16-f64-via-f32", _OV, "value", "f16 and f64 generated as f32",
+               "The CPU plugin generates f16 and f64 outputs as f32 (a 23-bit mantissa from one word) and "
+               "converts them; OpenVINO's reference and the contract use 10-bit (f16) and 52-bit (f64, a word "
+               "pair) mantissas: other values.",
+               _f16_f64, _example([8], 0.0, 1.0, np.float64)),
+    Divergence("ov-randomuniform-i64-one-word", _OV, "value", "i64 from one 32-bit word",
+               "The CPU plugin takes one 32-bit word per i64 element (OpenVINO's reference and the contract: a "
+               "word pair as a 64-bit value); ranges beyond 2^31 - 1 are truncated: other values.",
+               _i64, _example([8], -(2 ** 40), 2 ** 40, np.int64)),
+    Divergence("ov-randomuniform-i32-wide-range", _OV, "value", "i32 range beyond 2^31 - 1",
+               "For i32 with max - min beyond 2^31 - 1 the CPU plugin gives other values than the reference's "
+               "and the contract's modulo of the range taken unsigned (ranges below 2^31 agree bit for bit).",
+               _i32_wide_range, _example([8], -2 ** 31 + 5, 2 ** 31 - 7, np.int32)),
+    Divergence("ov-randomuniform-scalar-uninitialised", _OV, "nondeterministic",
+               "scalar output uninitialised",
+               "With output_shape [] (a scalar output) the CPU plugin returns uninitialised memory; the reference "
+               "and the contract give the first value of the stream.",
+               _scalar, _example([], 0.0, 1.0, np.float32)),
+    Divergence("ov-randomuniform-stream-continues", _OV, "nondeterministic",
+               "further inferences continue the stream",
+               "Each further inference of a compiled OpenVINO model continues the Philox stream (the values "
+               "depend on how often the model ran before, e.g. in a cached compiled model); the dialect op is "
+               "stateless: every run gives the first inference's values.",
+               _seeded, _example([4], 0, 100, np.int32)),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="random",
     specs=(OpSpec(OP, 8, (Port("output_shape", "T_SHAPE"), Port("min_val", "T"), Port("max_val", "T")),
@@ -178,18 +259,6 @@ UNIT = DialectUnit(
     lowering=Absent("standard ONNX RandomUniform has implementation-defined values: no exact lowering"),
     raising=Absent("standard ONNX RandomUniform fixes no generator: nothing to raise exactly"),
     torch=Absent("torch's generator differs (alignment pytorch not implemented)"),
-    divergences=(
-        ("openvino-cpu", "f32: min + u * (max - min) as a fused multiply-add (last-bit differences from the "
-                         "reference's two roundings)"),
-        ("openvino-cpu", "f16 and f64 outputs: generated as f32 (23-bit mantissa word) and converted, not "
-                         "from the reference's 10-bit / 52-bit mantissas"),
-        ("openvino-cpu", "i64: one 32-bit word per element (the reference: a word pair), ranges beyond "
-                         "2^31 - 1 truncated"),
-        ("openvino-cpu", "i32 ranges max - min beyond 2^31 - 1: other values than the reference's "
-                         "unsigned-range modulo"),
-        ("openvino-cpu", "output_shape [] (a scalar output): uninitialised memory instead of the first value"),
-        ("openvino", "each further inference of a compiled model continues the Philox stream; the dialect op "
-                     "is stateless (every run gives the first inference's values)"),
-    ),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked: no native onnxruntime counterpart with the same values"),
 )
