@@ -129,7 +129,10 @@ def measure(build, rounds: int):
     request = compiled.create_infer_request()
     got = session.run(None, feeds)
     want = [request.infer(feeds)[o] for o in compiled.outputs]
-    agree = all(np.allclose(a, b, rtol=1e-4, atol=1e-5) for a, b in zip(got, want))
+    # Agreement relative to the output's magnitude: a DFT of n points sums n products, so onnxruntime's and
+    # OpenVINO's float32 results differ by ~n ulps of the largest bin (STFT n_fft 400: 3e-5 of it).
+    agree = all(a.shape == b.shape and np.abs(a - b).max(initial=0) <= 1e-4 * max(1.0, np.abs(b).max(initial=0))
+                for a, b in zip(got, want))
     times = {"onnxruntime": [], "openvino": []}
     for _ in range(rounds):
         start = time.perf_counter()
