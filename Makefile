@@ -59,6 +59,7 @@ test-optimum: $(OPTIMUM)/.installed
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/real_models.py
+	$(BIN)/python benchmarks/ir_ops.py
 
 conformance: $(STAMP)
 	$(BIN)/onnx-bridge conformance
