@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import custom_ops
+from custom_ops.errors import OpError
 from custom_ops.unit import Case
 from tests.helpers import units as check
 
@@ -224,6 +225,20 @@ def test_psroi_average_bin_past_the_map_follows_the_reference():
     np.testing.assert_array_equal(out.reshape(-1), [3.0])           # row 0, last column
     assert any(row.predicate(dict(zip(("input", "coords"), row.example.inputs)), {"mode": "average", "spatial_scale": 1.0})
                for row in UNITS["PSROIPooling"].divergences if "past the map" in row.title)
+
+
+def test_psroi_average_ignores_spatial_bins():
+    """spatial_bins_x/y take part in bilinear mode only: average mode with 0 bins runs (OpenVINO builds and runs
+    it) and equals OpenVINO; bilinear mode refuses 0 bins."""
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(1, 8, 6, 6)).astype(np.float32)
+    boxes = np.array([[0, 0, 0, 4, 4], [0, 1, 2, 5, 5]], np.float32)
+    case = Case("bins0", (data, boxes), {"output_dim": 2, "group_size": 2, "spatial_scale": 1.0,
+                                          "spatial_bins_x": 0, "spatial_bins_y": 0, "mode": "average"})
+    np.testing.assert_array_equal(check.kernel_outputs(UNITS["PSROIPooling"], case)[0],
+                                  check.openvino_outputs(UNITS["PSROIPooling"], case)[0])
+    with pytest.raises(OpError, match="spatial_bins_x"):
+        check.kernel_outputs(UNITS["PSROIPooling"], Case("bins0", case.inputs, {**case.attributes, "mode": "bilinear"}))
 
 
 def test_prior_box_version_1_imports():

@@ -42,8 +42,10 @@ def validate(data, rois, output_dim, group_size, spatial_scale, spatial_bins_x, 
     if rois.ndim != 2 or rois.shape[1] != 5:
         raise OpError(OP, "input 'coords'", "must have shape [R, 5]", value=rois.shape)
     mode = check.choice(OP, "mode", mode, MODES)
-    for name, value in (("output_dim", output_dim), ("group_size", group_size),
-                        ("spatial_bins_x", spatial_bins_x), ("spatial_bins_y", spatial_bins_y)):
+    checked = [("output_dim", output_dim), ("group_size", group_size)]
+    if mode == "bilinear":  # the spatial bins take part in bilinear mode only (OpenVINO ignores them in average)
+        checked += [("spatial_bins_x", spatial_bins_x), ("spatial_bins_y", spatial_bins_y)]
+    for name, value in checked:
         if int(value) < 1:
             raise OpError(OP, f"attribute '{name}'", "must be positive", value=value, allowed=">= 1")
     if not (np.isfinite(spatial_scale) and spatial_scale > 0):
