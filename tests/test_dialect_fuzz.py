@@ -17,7 +17,7 @@ from custom_ops.unit import Case
 from tests.helpers import units as check
 
 OPS = ("PriorBox", "PriorBoxClustered", "DetectionOutput", "ROIPooling", "PSROIPooling", "CTCGreedyDecoder",
-       "CTCGreedyDecoderSeqLen", "Proposal")
+       "CTCGreedyDecoderSeqLen", "Proposal", "Inverse")
 SPECIAL = (np.nan, np.inf, -np.inf, -1.0, -7.5, 300.0, 0.5, 0.0)
 
 
