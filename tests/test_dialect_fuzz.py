@@ -17,7 +17,8 @@ from custom_ops.unit import Case
 from tests.helpers import units as check
 
 OPS = ("PriorBox", "PriorBoxClustered", "DetectionOutput", "ROIPooling", "PSROIPooling", "CTCGreedyDecoder",
-       "CTCGreedyDecoderSeqLen", "Proposal", "Inverse", "DeformableConvolution")
+       "CTCGreedyDecoderSeqLen", "Proposal", "Inverse", "DeformableConvolution",
+       "MulticlassNms")
 SPECIAL = (np.nan, np.inf, -np.inf, -1.0, -7.5, 300.0, 0.5, 0.0)
 
 

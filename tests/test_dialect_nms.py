@@ -1,0 +1,46 @@
+"""The MulticlassNms-9 (-8) unit (custom_ops/ops/detection/multiclass_nms.py) vs OpenVINO CPU on generated
+cases (thresholds, nms_top_k, keep_top_k, background class, adaptive eta, normalized or not, every sort
+order, i32/i64 outputs, empty boxes) bit for bit; IR import -> InferenceSession, export to IR, backend,
+schema and reference evaluator, refused inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import custom_ops
+from custom_ops.unit import Case
+from tests.helpers import units as check
+
+pytestmark = pytest.mark.openvino
+
+UNIT = custom_ops.unit_of("MulticlassNms")
+
+
+def test_kernel_matches_openvino_on_generated_cases():
+    count = 0
+    for seed in range(3):
+        for case in check.cases(UNIT, seed):
+            check.check_kernel_against_openvino(UNIT, case)
+            count += 1
+    assert count == 72
+
+
+@pytest.mark.parametrize("case", check.cases(UNIT)[:4], ids=lambda c: c.id)
+def test_import_session_export_backend(case, tmp_path):
+    check.check_import_and_session(UNIT, case)
+    check.check_export(UNIT, case, tmp_path)
+    check.check_backend(UNIT, case)
+    check.check_reference_and_schema(UNIT, case)
+
+
+@pytest.mark.parametrize("case,message", UNIT.bad_cases(), ids=lambda c: getattr(c, "id", ""))
+def test_bad_inputs_raise_op_error(case, message):
+    check.check_bad_case(UNIT, case, message)
+
+
+def test_iou_equal_to_the_threshold_suppresses():
+    """A candidate whose IoU with a kept box equals iou_threshold is dropped (>=, the reference)."""
+    boxes = np.array([[[0, 0, 2, 1], [1, 0, 3, 1]]], np.float32)        # IoU 1/3
+    scores = np.array([[[0.9, 0.8]]], np.float32)
+    out, indices, valid = check.kernel_outputs(UNIT, Case("eq", (boxes, scores), {"iou_threshold": 1 / 3}))
+    assert valid.tolist() == [1] and indices.ravel().tolist() == [0]
