@@ -44,3 +44,46 @@ def test_iou_equal_to_the_threshold_suppresses():
     scores = np.array([[[0.9, 0.8]]], np.float32)
     out, indices, valid = check.kernel_outputs(UNIT, Case("eq", (boxes, scores), {"iou_threshold": 1 / 3}))
     assert valid.tolist() == [1] and indices.ravel().tolist() == [0]
+
+
+MATRIX = custom_ops.unit_of("MatrixNms")
+
+
+def test_matrix_nms_matches_openvino_on_generated_cases():
+    """Bit for bit, except the decayed scores of linear decay: 1 ulp apart where the CPU computes in float32
+    what the reference computes in double (the declared ov-matrixnms-linear-decay-f32)."""
+    count = exact = 0
+    for seed in range(3):
+        for case in check.cases(MATRIX, seed):
+            got, want = check.kernel_outputs(MATRIX, case), check.openvino_outputs(MATRIX, case)
+            if case.attributes["decay_function"] == "linear":
+                for g, w in zip(got[1:], want[1:]):
+                    assert g.dtype == w.dtype
+                    np.testing.assert_array_equal(g, w)
+                np.testing.assert_array_equal(np.delete(got[0], 1, 1), np.delete(want[0], 1, 1))
+                np.testing.assert_array_max_ulp(got[0][:, 1], want[0][:, 1], maxulp=1)
+            else:
+                check.assert_same(got, want, case.id)
+                exact += 1
+            count += 1
+    assert count >= 60 and exact >= 30
+
+
+@pytest.mark.parametrize("case", [c for c in check.cases(MATRIX) if c.attributes["decay_function"] == "gaussian"][:3],
+                         ids=lambda c: c.id)
+def test_matrix_nms_import_session_export_backend(case, tmp_path):
+    check.check_import_and_session(MATRIX, case)
+    check.check_export(MATRIX, case, tmp_path)
+    check.check_backend(MATRIX, case)
+    check.check_reference_and_schema(MATRIX, case)
+
+
+@pytest.mark.parametrize("case,message", MATRIX.bad_cases(), ids=lambda c: getattr(c, "id", ""))
+def test_matrix_nms_bad_inputs_raise_op_error(case, message):
+    check.check_bad_case(MATRIX, case, message)
+
+
+def test_matrix_nms_nothing_selected_is_empty():
+    out, indices, valid = check.kernel_outputs(MATRIX, Case("none", (np.zeros((2, 2, 4), np.float32),
+                                                                     np.zeros((2, 1, 2), np.float32)), {}))
+    assert out.shape == (0, 6) and indices.shape == (0, 1) and valid.tolist() == [0, 0]
