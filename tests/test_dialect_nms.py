@@ -87,3 +87,35 @@ def test_matrix_nms_nothing_selected_is_empty():
     out, indices, valid = check.kernel_outputs(MATRIX, Case("none", (np.zeros((2, 2, 4), np.float32),
                                                                      np.zeros((2, 1, 2), np.float32)), {}))
     assert out.shape == (0, 6) and indices.shape == (0, 1) and valid.tolist() == [0, 0]
+
+
+ROTATED = custom_ops.unit_of("NMSRotated")
+
+
+def test_nms_rotated_matches_openvino_on_generated_cases():
+    count = 0
+    for seed in range(3):
+        for case in check.cases(ROTATED, seed):
+            check.check_kernel_against_openvino(ROTATED, case)
+            count += 1
+    assert count == 60
+
+
+@pytest.mark.parametrize("case", check.cases(ROTATED)[:3], ids=lambda c: c.id)
+def test_nms_rotated_import_session_export_backend(case, tmp_path):
+    check.check_import_and_session(ROTATED, case)
+    check.check_export(ROTATED, case, tmp_path)
+    check.check_backend(ROTATED, case)
+    check.check_reference_and_schema(ROTATED, case)
+
+
+@pytest.mark.parametrize("case,message", ROTATED.bad_cases(), ids=lambda c: getattr(c, "id", ""))
+def test_nms_rotated_bad_inputs_raise_op_error(case, message):
+    check.check_bad_case(ROTATED, case, message)
+
+
+def test_rotated_iou_of_a_square_turned_45_degrees():
+    """A unit square and itself turned by 45 degrees overlap in a regular octagon: 2 (sqrt 2 - 1)."""
+    from custom_ops.ops.detection.nms_rotated import _intersection
+    inter = _intersection(np.array([0, 0, 1, 1, 0], np.float32), np.array([0, 0, 1, 1, np.pi / 4], np.float32))
+    np.testing.assert_allclose(inter, 2 * (np.sqrt(2) - 1), rtol=1e-6)
