@@ -1,6 +1,6 @@
 """The MulticlassNms-9 (-8) unit (custom_ops/ops/detection/multiclass_nms.py) vs OpenVINO CPU on generated
 cases (thresholds, nms_top_k, keep_top_k, background class, adaptive eta, normalized or not, every sort
-order, i32/i64 outputs, empty boxes) bit for bit; IR import -> InferenceSession, export to IR, backend,
+order, i32/i64 outputs, empty boxes, version 9 roisnum layout) bit for bit; IR import -> InferenceSession, export to IR, backend,
 schema and reference evaluator, refused inputs."""
 from __future__ import annotations
 

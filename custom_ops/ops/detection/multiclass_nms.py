@@ -1,7 +1,9 @@
 """MulticlassNms-9 (and -8) (OpenVINO): per-class NMS of boxes shared among classes, then per-image and
 optional cross-batch sorting.
 
-boxes [N, M, 4] (x1, y1, x2, y2 as given), scores [N, C, M] (float). Per image and class (but
+boxes [N, M, 4] (x1, y1, x2, y2 as given), scores [N, C, M] (float); or (version 9) roisnum [N] with
+boxes per class [C, sum(M), 4] and scores [C, sum(M)], image n taking the next roisnum[n] rows (none when
+<= 0). Per image and class (but
 background_class): the boxes with score >= score_threshold, the first nms_top_k by score (ties: lower box
 index first), then greedy hard NMS in that order: a candidate is dropped when its IoU (float32, +1 on
 the sides when not normalized; 0 for an empty box) with a kept box, checked newest first, is >=
@@ -10,9 +12,8 @@ As in the reference, a candidate whose score equals score_threshold stops checki
 box. Per image: the kept boxes by score descending (ties: class, then box index), the first keep_top_k;
 sort_result_type "classid" reorders them by class then score (per image, or across the batch with
 sort_result_across_batch, where "score" sorts by score, image, class, box). Outputs: selected_outputs
-[K, 6] (class, score, x1, y1, x2, y2; boxes' type), selected_indices [K, 1] (image * M + box) and
-valid_outputs [N] (kept per image), both of output_type. Version 9's roisnum input (boxes per class,
-scores [C, sum(M)]) is not implemented: refused.
+[K, 6] (class, score, x1, y1, x2, y2; boxes' type), selected_indices [K, 1] (image * M + box; with
+roisnum (row of the box) * C + class) and valid_outputs [N] (kept per image), both of output_type.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port)
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
+                             Port)
 
 OP = "MulticlassNms"
 TYPES = FLOAT_TYPES
@@ -62,6 +64,28 @@ def _nms_class(boxes, scores, a):
     return kept
 
 
+def _check_inputs(boxes, scores, roisnum):
+    """(shared, number of images) after checking the two layouts: boxes [N, M, 4] with scores [N, C, M],
+    or (version 9) boxes [C, sum(M), 4] with scores [C, sum(M)] and roisnum [N]."""
+    if boxes.ndim != 3 or boxes.shape[2] != 4:
+        raise OpError(OP, "input 'boxes'", "must have shape [N, M, 4] (or [C, sum(M), 4] with roisnum)",
+                      value=boxes.shape)
+    if roisnum is None:
+        if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
+            raise OpError(OP, "input 'scores'", "must have shape [N, C, M] (N and M of boxes)", value=scores.shape,
+                          allowed=f"[{boxes.shape[0]}, C, {boxes.shape[1]}]")
+        return True, boxes.shape[0]
+    roisnum = check.as_array(OP, "roisnum", roisnum)
+    check.data_type(OP, "roisnum", roisnum, (np.dtype(np.int32), np.dtype(np.int64)))
+    if scores.ndim != 2 or scores.shape != boxes.shape[:2]:
+        raise OpError(OP, "input 'scores'", "with roisnum must have shape [C, sum(M)] (of boxes)",
+                      value=scores.shape, allowed=list(boxes.shape[:2]))
+    if roisnum.ndim != 1 or int(np.maximum(roisnum, 0).sum()) > boxes.shape[1]:
+        raise OpError(OP, "input 'roisnum'", "must be [N] with its positive counts summing to at most the boxes",
+                      value=roisnum.tolist(), allowed=f"sum <= {boxes.shape[1]}")
+    return False, roisnum.shape[0]
+
+
 def multiclass_nms(boxes, scores, roisnum=None, *, sort_result_type="none", sort_result_across_batch=0,
                    output_type="i64", iou_threshold=0.0, score_threshold=0.0, nms_top_k=-1, keep_top_k=-1,
                    background_class=-1, nms_eta=1.0, normalized=1):
@@ -70,14 +94,7 @@ def multiclass_nms(boxes, scores, roisnum=None, *, sort_result_type="none", sort
     if scores.dtype != boxes.dtype:
         raise OpError(OP, "input 'scores'", "element type must equal boxes'", value=str(scores.dtype),
                       allowed=str(boxes.dtype))
-    if roisnum is not None:
-        raise OpError(OP, "input 'roisnum'", "boxes per class with roisnum (scores [C, sum(M)]) are not "
-                      "implemented; only boxes shared among classes")
-    if boxes.ndim != 3 or boxes.shape[2] != 4:
-        raise OpError(OP, "input 'boxes'", "must have shape [N, M, 4]", value=boxes.shape)
-    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
-        raise OpError(OP, "input 'scores'", "must have shape [N, C, M] (N and M of boxes)", value=scores.shape,
-                      allowed=f"[{boxes.shape[0]}, C, {boxes.shape[1]}]")
+    shared, batch = _check_inputs(boxes, scores, roisnum)
     sort = check.choice(OP, "sort_result_type", sort_result_type, SORTS)
     output_type = check.choice(OP, "output_type", output_type, OUTPUT_TYPES)
     across = check.flag(OP, "sort_result_across_batch", sort_result_across_batch)
@@ -89,33 +106,47 @@ def multiclass_nms(boxes, scores, roisnum=None, *, sort_result_type="none", sort
     for name, value in (("nms_top_k", nms_top_k), ("keep_top_k", keep_top_k), ("background_class", background_class)):
         if int(value) < -1:
             raise OpError(OP, f"attribute '{name}'", "must be >= -1", value=value)
-    batch, classes, count = scores.shape
     b32, s32 = boxes.astype(np.float32), scores.astype(np.float32)
-    rows = []                                               # (image, class, box, score) per kept box
+    classes = scores.shape[1] if shared else scores.shape[0]
+    counts = None if shared else np.asarray(roisnum).astype(np.int64)
+    starts = None if shared else np.concatenate([[0], np.cumsum(np.maximum(counts, 0))])
+    rows = []                                  # (image, class, flat index, score, box) per kept box
     valid = np.zeros(batch, np.int64)
     with np.errstate(all="ignore"):
         for image in range(batch):
-            kept = [(c, i, s32[image, c, i]) for c in range(classes) if c != int(background_class)
-                    for i in _nms_class(b32[image], s32[image, c], a)]
+            if not shared and counts[image] <= 0:
+                continue
+            kept = []
+            for c in range(classes):
+                if c == int(background_class):
+                    continue
+                if shared:
+                    class_boxes, class_scores = b32[image], s32[image, c]
+                else:
+                    window = slice(starts[image], starts[image] + counts[image])
+                    class_boxes, class_scores = b32[c, window], s32[c, window]
+                for i in _nms_class(class_boxes, class_scores, a):
+                    flat = image * boxes.shape[1] + i if shared else (starts[image] + i) * classes + c
+                    kept.append((c, i, class_scores[i], flat, class_boxes[i]))
             if not kept:
                 continue
-            cls, idx, sc = (np.array(v) for v in zip(*kept))
+            cls, idx, sc = (np.array([k[n] for k in kept]) for n in range(3))
             order = np.lexsort((idx, cls, -sc.astype(np.float64)))
             if int(keep_top_k) > -1:
                 order = order[:int(keep_top_k)]
             if not across and sort == "classid":
                 order = order[np.lexsort((idx[order], -sc[order].astype(np.float64), cls[order]))]
             valid[image] = len(order)
-            rows += [(image, int(cls[o]), int(idx[o]), sc[o]) for o in order]
+            rows += [(image, int(cls[o]), int(idx[o]), sc[o], kept[o][3], kept[o][4]) for o in order]
     if across and rows:
-        image, cls, idx, sc = (np.array(v) for v in zip(*rows))
+        image, cls, idx, sc = (np.array([r[n] for r in rows]) for n in range(4))
         negative = -sc.astype(np.float64)
         order = (np.lexsort((idx, cls, image, negative)) if sort == "score" else
                  np.lexsort((idx, negative, image, cls)) if sort == "classid" else np.arange(len(rows)))
         rows = [rows[o] for o in order]
     itype = np.int64 if output_type == "i64" else np.int32
-    selected = np.array([[c, s, *b32[n, i]] for n, c, i, s in rows], np.float32).reshape(-1, 6)
-    indices = np.array([[n * count + i] for n, _, i, _ in rows], itype).reshape(-1, 1)
+    selected = np.array([[c, s, *box] for _, c, _, s, _, box in rows], np.float32).reshape(-1, 6)
+    indices = np.array([[flat] for *_, flat, _ in rows], itype).reshape(-1, 1)
     return selected.astype(boxes.dtype), indices, valid.astype(itype)
 
 
@@ -138,7 +169,17 @@ def cases(rng: np.random.Generator) -> list:
              "background_class": int(r.choice([-1, 0])), "nms_eta": float(r.choice([1.0, 0.8])),
              "normalized": index % 2, "sort_result_type": SORTS[index % 3],
              "sort_result_across_batch": int(r.integers(2)), "output_type": OUTPUT_TYPES[index % 4 // 2]}
-        out.append(Case(f"multiclass_nms_{index}", (boxes.astype(np.float32), scores.astype(np.float32)), a))
+        inputs = (boxes.astype(np.float32), scores.astype(np.float32))
+        if index % 4 == 3:       # version 9's layout: boxes per class, images by roisnum (one may be empty)
+            counts = r.integers(0 if batch > 1 else 1, 4, batch)
+            counts[0] = max(counts[0], 1)        # no boxes at all: a declared CPU divergence
+            total = int(counts.sum())
+            corner = r.uniform(0, 10, (classes, total, 2))
+            per_class = np.concatenate([corner, corner + r.uniform(0.5, 6, (classes, total, 2))], -1)
+            inputs = (per_class.astype(np.float32),
+                      (r.permutation(classes * total).reshape(classes, total) / max(classes * total, 1)).astype(np.float32),
+                      counts.astype((np.int32, np.int64)[index % 8 // 4]))
+        out.append(Case(f"multiclass_nms_{index}", inputs, a))
     return out
 
 
@@ -147,7 +188,8 @@ def bad_cases() -> list:
     return [
         (Case("boxes_shape", (f32(1, 3, 5), f32(1, 2, 3)), {}), "[N, M, 4]"),
         (Case("scores_shape", (f32(1, 3, 4), f32(1, 2, 4)), {}), "[N, C, M]"),
-        (Case("roisnum", (f32(2, 3, 4), f32(2, 3), np.array([1, 2], np.int32)), {}), "roisnum"),
+        (Case("roisnum_sum", (f32(2, 3, 4), f32(2, 3), np.array([2, 2], np.int32)), {}), "roisnum"),
+        (Case("roisnum_scores", (f32(2, 3, 4), f32(2, 3, 1), np.array([1, 2], np.int32)), {}), "scores"),
         (Case("mixed_types", (f32(1, 3, 4), np.zeros((1, 2, 3))), {}), "element type"),
         (Case("eta", (f32(1, 3, 4), f32(1, 2, 3)), {"nms_eta": 1.5}), "nms_eta"),
         (Case("top_k", (f32(1, 3, 4), f32(1, 2, 3)), {"keep_top_k": -2}), "keep_top_k"),
@@ -185,6 +227,20 @@ def _output_shapes(inputs: dict, attributes: dict) -> list:
     return [None, None, (np.shape(inputs["scores"])[0],)]
 
 
+def _no_boxes_with_roisnum(inputs, attributes) -> bool:
+    return inputs.get("roisnum") is not None and np.shape(inputs["boxes"])[1:2] == (0,)
+
+
+DIVERGENCES = (
+    Divergence("ov-multiclassnms-roisnum-no-boxes", "openvino-cpu", "value", "no boxes: valid_outputs empty",
+               "With roisnum and no boxes at all (boxes [C, 0, 4], roisnum [0, 0]) the contract gives "
+               "valid_outputs [0, 0] (one per image); the CPU plugin returns valid_outputs of shape [0].",
+               _no_boxes_with_roisnum,
+               Case("example", (np.zeros((2, 0, 4), np.float32), np.zeros((2, 0), np.float32),
+                                np.zeros(2, np.int32)), {})),
+)
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 9, (Port("boxes", "T"), Port("scores", "T"), Port("roisnum", "I", optional=True)),
@@ -208,12 +264,12 @@ UNIT = DialectUnit(
                     AttributeMap("keep_top_k", "int"), AttributeMap("background_class", "int"),
                     AttributeMap("nms_eta", "float"), AttributeMap("normalized", "bool")),
         output_shapes=_output_shapes,
-        notes="MulticlassNms-8 is version 9 without roisnum; roisnum (boxes per class) refused by the kernel"),
+        notes="MulticlassNms-8 is version 9 without roisnum"),
     cases=cases, bad_cases=bad_cases,
     lowering=Absent("ONNX NonMaxSuppression has no nms_eta, keep_top_k, nor these sort orders and outputs"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision's nms does not load beside CPU torch here"),
-    divergences=Absent("none measured on the generated cases (bit-exact)"),
+    divergences=DIVERGENCES,
     pyop_outputs=lambda inputs: (inputs[0], np.dtype(np.int64), np.dtype(np.int64)),
     pyop_casts=_pyop_casts,
     benchmark=Absent("not benchmarked yet"),
