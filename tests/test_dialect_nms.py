@@ -1,6 +1,7 @@
-"""The MulticlassNms-9 (-8) unit (custom_ops/ops/detection/multiclass_nms.py) vs OpenVINO CPU on generated
-cases (thresholds, nms_top_k, keep_top_k, background class, adaptive eta, normalized or not, every sort
-order, i32/i64 outputs, empty boxes, version 9 roisnum layout) bit for bit; IR import -> InferenceSession, export to IR, backend,
+"""The NMS units (custom_ops/ops/detection): MulticlassNms-9 (-8; thresholds, nms_top_k, keep_top_k,
+background class, adaptive eta, normalized or not, every sort order, i32/i64 outputs, empty boxes, the
+roisnum layout), MatrixNms-8 (linear and gaussian decay) and NMSRotated-13 vs OpenVINO CPU on generated
+cases, bit for bit but for the declared divergences; IR import -> InferenceSession, export to IR, backend,
 schema and reference evaluator, refused inputs."""
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit,
                              Port)
 
 OP = "MulticlassNms"
-TYPES = FLOAT_TYPES
+TYPES = FLOAT_TYPES[:3]          # float16, bfloat16, float32: OpenVINO refuses float64 boxes and scores
 SORTS = ("classid", "score", "none")
 OUTPUT_TYPES = ("i64", "i32")
 
