@@ -54,3 +54,40 @@ def test_float_lengths_are_refused():
     with pytest.raises(OpError, match="sequence_length"):
         check.kernel_outputs(UNITS["CTCGreedyDecoderSeqLen"],
                              Case("f", (np.zeros((1, 2, 3), np.float32), np.array([1.0], np.float32)), {}))
+
+
+CTC_LOSS = custom_ops.unit_of("CTCLoss")
+#: libm: expf/log1pf/log of glibc against correctly rounded ones, a few ulps of the loss.
+CTC_LOSS_LIBM = dict(rtol=8 * float(np.finfo(np.float32).eps), atol=0)
+
+
+def test_ctc_loss_matches_openvino_on_generated_cases():
+    count = exact = 0
+    for seed in range(3):
+        for case in check.cases(CTC_LOSS, seed):
+            got, want = check.kernel_outputs(CTC_LOSS, case), check.openvino_outputs(CTC_LOSS, case)
+            check.assert_same(got, want, case.id, CTC_LOSS_LIBM)
+            exact += np.array_equal(got[0], want[0])
+            count += 1
+    assert count == 72 and exact >= 50
+
+
+@pytest.mark.parametrize("case", check.cases(CTC_LOSS)[:3], ids=lambda c: c.id)
+def test_ctc_loss_import_session_export_backend(case, tmp_path):
+    check.check_import_and_session(CTC_LOSS, case, CTC_LOSS_LIBM)
+    check.check_export(CTC_LOSS, case, tmp_path, CTC_LOSS_LIBM)
+    check.check_backend(CTC_LOSS, case, CTC_LOSS_LIBM)
+    check.check_reference_and_schema(CTC_LOSS, case)
+
+
+@pytest.mark.parametrize("case,message", CTC_LOSS.bad_cases(), ids=lambda c: getattr(c, "id", ""))
+def test_ctc_loss_bad_inputs_raise_op_error(case, message):
+    check.check_bad_case(CTC_LOSS, case, message)
+
+
+def test_ctc_loss_of_one_step_is_minus_log_softmax():
+    logits = np.array([[[0.5, -1.0, 2.0]]], np.float32)
+    (loss,) = check.kernel_outputs(CTC_LOSS, Case("one", (logits, np.array([1], np.int32), np.array([[1]], np.int32),
+                                                           np.array([1], np.int32)), {}))
+    want = -(logits[0, 0, 1] - np.log(np.exp(logits[0, 0].astype(np.float64)).sum()))
+    np.testing.assert_allclose(loss, [want], rtol=1e-6)

@@ -19,7 +19,7 @@ import onnx_bridge  # noqa: E402
 from onnx_bridge import divergences  # noqa: E402
 from converters.openvino_ir import export_ir, import_ir, supported_ops, to_openvino  # noqa: E402
 from custom_ops._schemas import register_schemas  # noqa: E402
-from onnx_bridge.config import DOMAIN  # noqa: E402
+from onnx_bridge.config import DIALECT_OPSET, DOMAIN  # noqa: E402
 from onnx_bridge.errors import ConversionError, ModelError  # noqa: E402
 from tests.helpers.ir_cases import (ACCUMULATION, LIBM, ULP, C, Case, P, assert_same as _assert_same,  # noqa: E402
                                     build as _build, openvino_expected as _openvino_expected,
@@ -294,7 +294,7 @@ def test_dialect_nodes_and_checker():
     assert attributes == {"ScatterElementsUpdate": {"reduction": b"max", "use_init_val": 0},
                           "Unique": {"sorted": 0, "index_element_type": b"i32", "count_element_type": b"i64"},
                           "ReduceL2": {"keep_dims": 1}}
-    assert (DOMAIN, 12) in {(o.domain, o.version) for o in imported.opset_import}
+    assert (DOMAIN, DIALECT_OPSET) in {(o.domain, o.version) for o in imported.opset_import}
 
 
 def test_unsupported_ops_are_all_listed():

@@ -22,7 +22,7 @@ from test_lowering_harness import (
 
 from converters import convert
 from custom_ops._types import BFLOAT16
-from onnx_bridge.config import DOMAIN
+from onnx_bridge.config import DIALECT_OPSET, DOMAIN
 
 for _module in ("scatterelements", "reducel2", "unique"):  # importing a case module records its cases
     importlib.import_module(f"onnx.backend.test.case.node.{_module}")
@@ -69,7 +69,7 @@ def test_backend_case_raised_reproduces_expected_outputs(name):
     assert [e.action for e in report.nodes] == ["raised"], report.to_table()
     assert not RAISED_OPS & {n.op_type for n in raised.graph.node if n.domain in ("", "ai.onnx")}
     check_model(raised, dialect_free=False)
-    assert {o.domain: o.version for o in raised.opset_import}[DOMAIN] == 12
+    assert {o.domain: o.version for o in raised.opset_import}[DOMAIN] == DIALECT_OPSET
     for inputs, outputs in case.data_sets:
         model = onnx.ModelProto()
         model.CopyFrom(raised)

@@ -13,7 +13,7 @@ import onnx_bridge
 from converters import convert
 from converters.functions import is_definition
 from custom_ops._schemas import register_schemas
-from onnx_bridge.config import DOMAIN, IR_VERSION
+from onnx_bridge.config import DIALECT_OPSET, DOMAIN, IR_VERSION
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 EXAMPLE = "ai.example"
@@ -210,8 +210,8 @@ def test_standard_nodes_inside_a_function_are_raised():
     expected = run_standard(model, FEEDS)
     raised, report = convert(model, to="openvino")
     assert [e.action for e in report.nodes] == ["raised"]
-    assert {o.domain: o.version for o in raised.functions[0].opset_import}[DOMAIN] == 12
-    assert {o.domain: o.version for o in raised.opset_import}[DOMAIN] == 12
+    assert {o.domain: o.version for o in raised.functions[0].opset_import}[DOMAIN] == DIALECT_OPSET
+    assert {o.domain: o.version for o in raised.opset_import}[DOMAIN] == DIALECT_OPSET
     register_schemas()
     onnx.checker.check_model(raised, full_check=True)
     assert_same(run_dialect(raised, FEEDS), expected)

@@ -1,0 +1,250 @@
+"""NMSRotated-13 (OpenVINO): NMS of rotated boxes (x_ctr, y_ctr, w, h, angle in radians) per image and
+class.
+
+boxes [N, M, 5], scores [N, C, M] (float32), max_output_boxes_per_class, iou_threshold, score_threshold
+(scalars). Per image and class: boxes with score > score_threshold by score descending (ties: lower box
+index first), greedy: a candidate is dropped when its rotated IoU with a kept box (newest first) is >
+iou_threshold; at most max_output_boxes_per_class kept. Rotated IoU as the reference (detectron2's):
+float32 vertices (cos/sin in double), edge intersections and contained vertices, Graham convex hull,
+shoelace area; 0 for an empty box. clockwise=0 negates the angle. Results in image, class order, or by
+score descending (ties: image, class, box) with sort_result_descending. Outputs: selected_indices [K, 3]
+(image, class, box) of output_type, selected_scores [K, 3] (image, class, score; float32), valid_outputs
+[1] = K.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from custom_ops import _checks as check
+from custom_ops.errors import OpError
+from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+
+OP = "NMSRotated"
+F = np.float32
+
+
+def _vertices(box):
+    x, y, w, h, a = (F(v) for v in box)
+    cos2, sin2 = F(math.cos(float(a))) * F(0.5), F(math.sin(float(a))) * F(0.5)
+    p0 = (x - sin2 * h - cos2 * w, y + cos2 * h - sin2 * w)
+    p1 = (x + sin2 * h - cos2 * w, y - cos2 * h - sin2 * w)
+    return [p0, p1, (F(2) * x - p0[0], F(2) * y - p0[1]), (F(2) * x - p1[0], F(2) * y - p1[1])]
+
+
+def _cross(a, b):
+    return a[0] * b[1] - b[0] * a[1]
+
+
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1]
+
+
+def _sub(a, b):
+    return (a[0] - b[0], a[1] - b[1])
+
+
+def _inside(points, rect, vec):
+    ab, da = vec[0], vec[3]
+    ab_ab, ad_ad = _dot(ab, ab), _dot(da, da)
+    out = []
+    for p in points:
+        ap = _sub(p, rect[0])
+        ap_ab, ap_ad = _dot(ap, ab), -_dot(ap, da)
+        if ap_ab >= 0 and ap_ad >= 0 and ap_ab <= ab_ab and ap_ad <= ad_ad:
+            out.append(p)
+    return out
+
+
+def _intersection(box1, box2):
+    pts1, pts2 = _vertices(box1), _vertices(box2)
+    vec1 = [_sub(pts1[(i + 1) % 4], pts1[i]) for i in range(4)]
+    vec2 = [_sub(pts2[(i + 1) % 4], pts2[i]) for i in range(4)]
+    points = []
+    for i in range(4):
+        for j in range(4):
+            det = _cross(vec2[j], vec1[i])
+            if abs(det) <= 1e-14:
+                continue
+            v12 = _sub(pts2[j], pts1[i])
+            t1, t2 = _cross(vec2[j], v12) / det, _cross(vec1[i], v12) / det
+            if 0 <= t1 <= 1 and 0 <= t2 <= 1:
+                points.append((pts1[i][0] + vec1[i][0] * t1, pts1[i][1] + vec1[i][1] * t1))
+    points += _inside(pts1, pts2, vec2) + _inside(pts2, pts1, vec1)
+    if len(points) <= 2:
+        return F(0)
+    t = 0
+    for i in range(1, len(points)):
+        if points[i][1] < points[t][1] or (points[i][1] == points[t][1] and points[i][0] < points[t][0]):
+            t = i
+    start = points[t]
+    q = [_sub(p, start) for p in points]
+    q[0], q[t] = q[t], q[0]
+
+    def order(a, b):
+        temp = _cross(a, b)
+        if abs(temp) < 1e-6:
+            return -1 if _dot(a, a) < _dot(b, b) else (1 if _dot(b, b) < _dot(a, a) else 0)
+        return -1 if temp > 0 else 1
+
+    q = q[:1] + sorted(q[1:], key=functools.cmp_to_key(order))
+    dist = [_dot(p, p) for p in q]
+    k = next((k for k in range(1, len(q)) if dist[k] > 1e-8), len(q))
+    if k == len(q):
+        return F(0)
+    stack = [q[0], q[k]]
+    for i in range(k + 1, len(q)):
+        while len(stack) > 1 and _cross(_sub(q[i], stack[-2]), _sub(stack[-1], stack[-2])) >= 0:
+            stack.pop()
+        stack.append(q[i])
+    if len(stack) <= 2:
+        return F(0)
+    area = F(0)
+    for i in range(1, len(stack) - 1):
+        area = area + F(abs(_cross(_sub(stack[i], stack[0]), _sub(stack[i + 1], stack[0]))))
+    return F(area / F(2))
+
+
+def _iou(box1, box2):
+    inter = _intersection(box1, box2)
+    area1, area2 = F(box1[2]) * F(box1[3]), F(box2[2]) * F(box2[3])
+    if area1 <= 0 or area2 <= 0:
+        return F(0)
+    return inter / (area1 + area2 - inter)
+
+
+def nms_rotated(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, sort_result_descending=1,
+                output_type="i64", clockwise=1):
+    boxes, scores = check.as_array(OP, "boxes", boxes), check.as_array(OP, "scores", scores)
+    for name, array in (("boxes", boxes), ("scores", scores)):
+        check.data_type(OP, name, array, (np.dtype(np.float32),))
+    if boxes.ndim != 3 or boxes.shape[2] != 5:
+        raise OpError(OP, "input 'boxes'", "must have shape [N, M, 5]", value=boxes.shape)
+    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
+        raise OpError(OP, "input 'scores'", "must have shape [N, C, M] (N and M of boxes)", value=scores.shape)
+    scalars = {}
+    for name, value, kinds in (("max_output_boxes_per_class", max_output_boxes_per_class, "iu"),
+                               ("iou_threshold", iou_threshold, "f"), ("score_threshold", score_threshold, "f")):
+        value = check.as_array(OP, name, value)
+        if value.size != 1 or value.ndim > 1 or value.dtype.kind not in kinds:
+            raise OpError(OP, f"input '{name}'", "must be a one-element " + ("integer" if kinds == "iu" else "float")
+                          + " tensor", value=f"{value.dtype}{list(value.shape)}")
+        scalars[name] = value.reshape(()).item()
+    limit = max(int(scalars["max_output_boxes_per_class"]), 0)
+    iou_t, score_t = F(scalars["iou_threshold"]), F(scalars["score_threshold"])
+    output_type = check.choice(OP, "output_type", output_type, ("i64", "i32"))
+    sign = F(1) if check.flag(OP, "clockwise", clockwise) else F(-1)
+    kept_all = []
+    for n in range(boxes.shape[0]):
+        rotated = boxes[n].copy()
+        rotated[:, 4] = rotated[:, 4] * sign
+        for c in range(scores.shape[1]):
+            s = scores[n, c]
+            candidates = np.flatnonzero(s > score_t)
+            order = candidates[np.lexsort((candidates, -s[candidates].astype(np.float64)))]
+            kept = []
+            for i in order:
+                if len(kept) >= limit:
+                    break
+                if any(_iou(rotated[i], rotated[j]) > iou_t for j in reversed(kept)):
+                    continue
+                kept.append(int(i))
+            kept_all += [(n, c, i, s[i]) for i in kept]
+    if check.flag(OP, "sort_result_descending", sort_result_descending) and kept_all:
+        n_, c_, i_, s_ = (np.array(v) for v in zip(*kept_all))
+        kept_all = [kept_all[k] for k in np.lexsort((i_, c_, n_, -s_.astype(np.float64)))]
+    itype = np.int64 if output_type == "i64" else np.int32
+    indices = np.array([[n, c, i] for n, c, i, _ in kept_all], itype).reshape(-1, 3)
+    selected = np.array([[n, c, s] for n, c, _, s in kept_all], np.float32).reshape(-1, 3)
+    return indices, selected, np.array([len(kept_all)], itype)
+
+
+def _kernel_v13(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, *,
+                sort_result_descending, output_type, clockwise):
+    return nms_rotated(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
+                       sort_result_descending, output_type, clockwise)
+
+
+def cases(rng: np.random.Generator) -> list:
+    out = []
+    for index in range(20):
+        r = np.random.default_rng([int(rng.integers(1 << 30)), index])
+        batch, classes, count = int(r.integers(1, 3)), int(r.integers(1, 3)), int(r.integers(1, 8))
+        boxes = np.concatenate([r.uniform(0, 10, (batch, count, 2)), r.uniform(1, 6, (batch, count, 2)),
+                                r.uniform(-3.2, 3.2, (batch, count, 1))], -1)
+        if index % 5 == 4:
+            boxes[..., 4] = r.choice([0.0, np.pi / 2, np.pi / 4], (batch, count))     # axis-aligned, 45 degrees
+        scores = r.permutation(batch * classes * count).reshape(batch, classes, count) / (batch * classes * count)
+        inputs = (boxes.astype(np.float32), scores.astype(np.float32),
+                  np.array(int(r.choice([1, 3, 10])), (np.int64, np.int32)[index % 2]),
+                  np.array(float(r.choice([0.1, 0.3, 0.6])), np.float32),
+                  np.array(float(r.choice([0.0, 0.2])), np.float32))
+        out.append(Case(f"nms_rotated_{index}", inputs, {"sort_result_descending": int(index % 3 != 1),
+                                                          "output_type": ("i64", "i32")[index % 4 // 2],
+                                                          "clockwise": int(index % 5 != 2)}))
+    return out
+
+
+def bad_cases() -> list:
+    f32 = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
+    k, t = np.array(2, np.int64), np.array(0.5, np.float32)
+    return [
+        (Case("boxes_shape", (f32(1, 3, 4), f32(1, 2, 3), k, t, t), {}), "[N, M, 5]"),
+        (Case("scores_shape", (f32(1, 3, 5), f32(1, 2, 4), k, t, t), {}), "[N, C, M]"),
+        (Case("float_count", (f32(1, 3, 5), f32(1, 2, 3), t, t, t), {}), "max_output_boxes_per_class"),
+        (Case("two_thresholds", (f32(1, 3, 5), f32(1, 2, 3), k, np.array([0.5, 0.5], np.float32), t), {}),
+         "iou_threshold"),
+    ]
+
+
+def _pyop_casts(attributes: dict):
+    casts = {0: np.dtype(np.int32), 2: np.dtype(np.int32)} if attributes["output_type"] == "i32" else {}
+    return dict(attributes, output_type="i64"), casts
+
+
+def _infer(ctx) -> None:
+    from onnx import TensorProto, helper
+    proto = ctx.get_attribute("output_type")
+    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
+    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+    ctx.set_output_type(0, helper.make_tensor_type_proto(code, [None, 3]))
+    ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.FLOAT, [None, 3]))
+    ctx.set_output_type(2, helper.make_tensor_type_proto(code, [1]))
+
+
+def _factory(ov, inputs, a):
+    from openvino.utils.node_factory import NodeFactory
+    used = [i.output(0) if hasattr(i, "output") else i for i in inputs]
+    if used[0].get_partial_shape().rank.is_static and used[0].get_partial_shape()[-1].is_dynamic:
+        # the CPU plugin needs the box dimension static: a Reshape to [N, M, 5] states it
+        used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 5], np.int64)), True).output(0)
+    return NodeFactory("opset13").create("NMSRotated", used, a)
+
+
+_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
+UNIT = DialectUnit(
+    op_type=OP, family="detection",
+    specs=(OpSpec(OP, 13, (Port("boxes", "T"), Port("scores", "T"), Port("max_output_boxes_per_class", "I"),
+                           Port("iou_threshold", "T"), Port("score_threshold", "T")),
+                  (Port("selected_indices", "O"), Port("selected_scores", "T"), Port("valid_outputs", "O")),
+                  (Attribute("sort_result_descending", "int", 1, (0, 1)),
+                   Attribute("output_type", "string", "i64", ("i64", "i32")), Attribute("clockwise", "int", 1, (0, 1))),
+                  {"T": (np.dtype(np.float32),), "I": _INDEX, "O": (np.dtype(np.int64), np.dtype(np.int32))},
+                  _kernel_v13, doc="NMS of rotated boxes per image and class (rotated IoU).", infer=_infer),),
+    openvino=OpenVINO(
+        "NMSRotated", versions=(13,), factory=_factory,
+        attributes=(AttributeMap("sort_result_descending", "bool"), AttributeMap("output_type", "lower"),
+                    AttributeMap("clockwise", "bool")),
+        constant_inputs=("max_output_boxes_per_class", "iou_threshold", "score_threshold"),
+        output_shapes=lambda i, a: [None, None, (1,)]),
+    cases=cases, bad_cases=bad_cases,
+    lowering=Absent("rotated IoU (polygon clipping and convex hull) has no standard ONNX form; not written"),
+    raising=Absent("no standard ONNX pattern raised"),
+    torch=Absent("torchvision has no rotated NMS"),
+    divergences=Absent("none measured on the generated cases (bit-exact)"),
+    pyop_outputs=lambda inputs: (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.int64)),
+    pyop_casts=_pyop_casts,
+    benchmark=Absent("not benchmarked: the rotated IoU is scalar Python per box pair"),
+)

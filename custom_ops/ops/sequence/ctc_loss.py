@@ -1,0 +1,205 @@
+"""CTCLoss-4 (OpenVINO): the CTC negative log-likelihood of each batch's label sequence.
+
+logits [N, T, C] (float), logit_length [N], labels [N, T], label_length [N] (int32/int64, same type),
+optional blank_index (scalar; default C-1). Per batch: the first label_length labels, reduced by unique
+(first occurrences) or else preprocess_collapse_repeated (runs merged); log-probabilities are the log-softmax
+of the first logit_length steps (exp summed in double); the loss is -log of the summed probability of
+every alignment: blanks anywhere, each label on one or more consecutive steps with ctc_merge_repeated
+(a blank between equal labels) or on exactly one step without it. Computed with the backward recursion
+(Graves et al. 2006, (10)), log-sum-exp as OpenVINO's CPU plugin does it (log1p(exp(smaller - larger))),
+in float32 for every float type (the CPU plugin's precision; the specification's reference enumerates every
+alignment instead, exponential in the length, and is not followed), the loss rounded to the logits' type.
+Lengths must satisfy 0 <= label_length <= logit_length <= T.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from custom_ops import _checks as check
+from custom_ops._types import FLOAT_TYPES
+from custom_ops.errors import OpError
+from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+
+OP = "CTCLoss"
+INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
+_NEG = np.float32(-np.inf)
+
+
+def _f32(op, *args):
+    """float32 result of a libm function evaluated in double (correctly rounded, as expf/log1pf)."""
+    return op(*(np.asarray(a, np.float64) for a in args)).astype(np.float32)
+
+
+def _sum_logs(a, b):
+    """log(exp(a) + exp(b)) elementwise in float32, the larger first."""
+    big, small = np.maximum(a, b), np.minimum(a, b)
+    with np.errstate(all="ignore"):
+        both = big + _f32(np.log1p, _f32(np.exp, small - big))
+    return np.where(a == _NEG, b, np.where(b == _NEG, a, both)).astype(np.float32)
+
+
+def _decode(target, unique, collapse):
+    if unique:
+        return list(dict.fromkeys(target.tolist()))
+    if collapse:
+        return [int(v) for k, v in enumerate(target) if k == 0 or v != target[k - 1]]
+    return target.tolist()
+
+
+def _loss(logits, labels, blank, merge):
+    """Loss of one batch: logits [T', C] (T' = logit_length), decoded labels."""
+    steps = logits.shape[0]
+    extended = [blank]
+    for label in labels:
+        extended += [label, blank]
+    size = len(extended)
+    if steps == 0:
+        return np.float32(0 if not labels else np.inf)
+    exp_sum = np.zeros(steps, np.float64)
+    for c in range(logits.shape[1]):                     # the sum of exp in double, class by class
+        exp_sum += _f32(np.exp, logits[:, c]).astype(np.float64)
+    target = np.asarray(extended)
+    logp = (logits[:, target].astype(np.float64) - np.log(exp_sum)[:, None]).astype(np.float32)   # [T', S]
+    is_blank = target == blank
+    skip = np.zeros(size, bool)
+    skip[:-2] = ~is_blank[:-2] & (~merge | (target[:-2] != target[2:]))
+    stay = np.ones(size, bool) if merge else is_blank
+    bwd = np.full(size, _NEG, np.float32)
+    bwd[max(size - 2, 0):] = 0
+    for t in range(steps - 2, -1, -1):
+        nxt = bwd
+        bwd = np.full(size, _NEG, np.float32)
+        s = np.arange(max(0, size - 2 * (steps - t)), min(size, 2 * (t + 1)))
+        current = bwd[s]
+        current = np.where(stay[s], _sum_logs(current, nxt[s] + logp[t + 1, s]), current)
+        one = s + 1 < size
+        s1 = np.minimum(s + 1, size - 1)
+        current = np.where(one, _sum_logs(current, nxt[s1] + logp[t + 1, s1]), current)
+        two = (s + 2 < size) & skip[s]
+        s2 = np.minimum(s + 2, size - 1)
+        current = np.where(two, _sum_logs(current, nxt[s2] + logp[t + 1, s2]), current)
+        bwd[s] = current
+    first = bwd[0] + logp[0, 0]
+    second = bwd[1] + logp[0, 1] if size > 1 else _NEG
+    return -_sum_logs(np.float32(first), np.float32(second))
+
+
+def ctc_loss(logits, logit_length, labels, label_length, blank_index=None, preprocess_collapse_repeated=0,
+             ctc_merge_repeated=1, unique=0):
+    logits = check.as_array(OP, "logits", logits)
+    check.data_type(OP, "logits", logits, FLOAT_TYPES)
+    if logits.ndim != 3:
+        raise OpError(OP, "input 'logits'", "must have shape [N, T, C]", value=logits.shape)
+    batch, steps, classes = logits.shape
+    ints = {}
+    for name, value, shape in (("logit_length", logit_length, (batch,)), ("labels", labels, (batch, steps)),
+                               ("label_length", label_length, (batch,))):
+        value = check.as_array(OP, name, value)
+        check.data_type(OP, name, value, INDEX_TYPES)
+        if value.shape != shape:
+            raise OpError(OP, f"input '{name}'", f"must have shape {list(shape)}", value=value.shape)
+        ints[name] = value
+    if len({v.dtype for v in ints.values()}) > 1:
+        raise OpError(OP, "input 'labels'", "logit_length, labels and label_length must have one element type",
+                      value=[str(v.dtype) for v in ints.values()])
+    blank = classes - 1
+    if blank_index is not None:
+        blank_index = check.as_array(OP, "blank_index", blank_index)
+        check.data_type(OP, "blank_index", blank_index, INDEX_TYPES)
+        if blank_index.size != 1 or blank_index.ndim > 1:
+            raise OpError(OP, "input 'blank_index'", "must be a scalar", value=blank_index.shape)
+        blank = int(blank_index.reshape(()))
+    if not 0 <= blank < classes:
+        raise OpError(OP, "input 'blank_index'", f"out of range for {classes} classes", value=blank,
+                      allowed=f"[0, {classes - 1}]")
+    lengths, label_lengths = ints["logit_length"].astype(np.int64), ints["label_length"].astype(np.int64)
+    bad = (lengths < 0) | (lengths > steps) | (label_lengths < 0) | (label_lengths > lengths)
+    if bad.any():
+        b = int(np.flatnonzero(bad)[0])
+        raise OpError(OP, "input 'label_length'", "needs 0 <= label_length <= logit_length <= T",
+                      value=(int(label_lengths[b]), int(lengths[b])), allowed=f"T = {steps}")
+    merge = bool(check.flag(OP, "ctc_merge_repeated", ctc_merge_repeated))
+    unique = check.flag(OP, "unique", unique)
+    collapse = check.flag(OP, "preprocess_collapse_repeated", preprocess_collapse_repeated)
+    out = np.zeros(batch, np.float32)
+    for b in range(batch):
+        target = ints["labels"][b, :label_lengths[b]].astype(np.int64)
+        if ((target < 0) | (target >= classes)).any():
+            raise OpError(OP, "input 'labels'", f"label out of range for {classes} classes",
+                          value=int(target[(target < 0) | (target >= classes)][0]), allowed=f"[0, {classes - 1}]")
+        out[b] = _loss(logits[b, :lengths[b]].astype(np.float32), _decode(target, unique, collapse), blank, merge)
+    return out.astype(logits.dtype)
+
+
+def _kernel_v4(logits, logit_length, labels, label_length, blank_index=None, *, preprocess_collapse_repeated,
+               ctc_merge_repeated, unique):
+    return (ctc_loss(logits, logit_length, labels, label_length, blank_index, preprocess_collapse_repeated,
+                     ctc_merge_repeated, unique),)
+
+
+def cases(rng: np.random.Generator) -> list:
+    out = []
+    for index in range(24):
+        r = np.random.default_rng([int(rng.integers(1 << 30)), index])
+        batch, steps, classes = int(r.integers(1, 4)), int(r.integers(1, 7)), int(r.integers(2, 6))
+        itype = (np.int32, np.int64)[index % 2]
+        logits = r.normal(size=(batch, steps, classes)).astype(np.float32)
+        lengths = r.integers(1, steps + 1, batch)
+        label_lengths = np.array([r.integers(1, n + 1) for n in lengths])
+        blank = int(r.integers(0, classes)) if index % 3 else None
+        labels = r.integers(0, classes, (batch, steps))
+        free = classes - 1 if blank is None else blank                   # labels avoid the blank
+        labels[labels == free] = (free + 1) % classes
+        inputs = (logits, lengths.astype(itype), labels.astype(itype), label_lengths.astype(itype),
+                  None if blank is None else np.array(blank, itype))
+        out.append(Case(f"ctc_loss_{index}", inputs, {"preprocess_collapse_repeated": int(index % 4 == 1),
+                                                      "ctc_merge_repeated": int(index % 5 != 2),
+                                                      "unique": int(index % 6 == 3)}))
+    return out
+
+
+def bad_cases() -> list:
+    logits = np.zeros((2, 3, 4), np.float32)
+    i32 = lambda v: np.asarray(v, np.int32)  # noqa: E731
+    labels = i32(np.zeros((2, 3)))
+    return [
+        (Case("label_longer", (logits, i32([2, 3]), labels, i32([3, 1])), {}), "label_length"),
+        (Case("logit_past_end", (logits, i32([4, 3]), labels, i32([1, 1])), {}), "label_length"),
+        (Case("labels_shape", (logits, i32([2, 3]), i32(np.zeros((2, 2))), i32([1, 1])), {}), "labels"),
+        (Case("label_range", (logits, i32([2, 3]), i32([[5, 0, 0], [0, 0, 0]]), i32([1, 1])), {}), "out of range"),
+        (Case("blank_range", (logits, i32([2, 3]), labels, i32([1, 1]), i32(4)), {}), "blank_index"),
+        (Case("mixed_types", (logits, np.asarray([2, 3], np.int64), labels, i32([1, 1])), {}), "element type"),
+    ]
+
+
+def _infer(ctx) -> None:
+    from onnx import helper
+    known = ctx.get_input_type(0)
+    if known is not None:
+        ctx.set_output_type(0, helper.make_tensor_type_proto(known.tensor_type.elem_type, [None]))
+
+
+UNIT = DialectUnit(
+    op_type=OP, family="sequence",
+    specs=(OpSpec(OP, 4, (Port("logits", "T"), Port("logit_length", "I"), Port("labels", "I"),
+                          Port("label_length", "I"), Port("blank_index", "I", optional=True)),
+                  (Port("loss", "T"),),
+                  (Attribute("preprocess_collapse_repeated", "int", 0, (0, 1)),
+                   Attribute("ctc_merge_repeated", "int", 1, (0, 1)), Attribute("unique", "int", 0, (0, 1))),
+                  {"T": FLOAT_TYPES, "I": INDEX_TYPES}, _kernel_v4,
+                  doc="CTC negative log-likelihood per batch (blank index default C-1).", infer=_infer),),
+    openvino=OpenVINO(
+        "CTCLoss", versions=(4,),
+        factory=lambda ov, inputs, a: ov.opset4.ctc_loss(*[i for i in inputs if i is not None], **a),
+        attributes=(AttributeMap("preprocess_collapse_repeated", "bool"), AttributeMap("ctc_merge_repeated", "bool"),
+                    AttributeMap("unique", "bool")),
+        output_shapes=lambda i, a: [np.shape(i["logits"])[:1]]),
+    cases=cases, bad_cases=bad_cases,
+    lowering=Absent("the backward recursion over the label lattice has no standard ONNX form short of a Loop; "
+                    "not written"),
+    raising=Absent("no standard ONNX pattern raised"),
+    torch=Absent("torch.nn.functional.ctc_loss has no unique / preprocess_collapse_repeated; adapter not written"),
+    divergences=Absent("none measured on valid inputs with labels (label_length 0 is not generated: the CPU "
+                       "plugin indexes before its lattice there)"),
+    benchmark=Absent("not benchmarked yet"),
+)

@@ -1,0 +1,90 @@
+"""The DeformableConvolution-8 (-1) unit (custom_ops/ops/image) vs OpenVINO CPU on generated cases (groups,
+deformable groups, optional mask, bilinear_interpolation_pad, auto_pad, offsets reaching outside the map):
+bit for bit where the summation order cannot matter (small integers and halves), within ACCUMULATION
+elsewhere; IR import (-8 and -1) -> InferenceSession, export to IR, backend, schema, reference evaluator,
+refused inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import custom_ops
+from tests.helpers import units as check
+
+pytestmark = pytest.mark.openvino
+
+UNIT = custom_ops.unit_of("DeformableConvolution")
+#: The only admitted difference: float32 summation order (OpenVINO's CPU plugin sums taps and channels in
+#: another order than the reference): a few ulps of the output's magnitude.
+ACCUMULATION_ULPS = 8
+
+
+def tolerance(case) -> dict | None:
+    if case.id.endswith("_exact"):
+        return None
+    scale = max(float(np.abs(check.kernel_outputs(UNIT, case)[0]).max(initial=0)), 1.0)
+    return dict(rtol=0, atol=ACCUMULATION_ULPS * float(np.finfo(np.float32).eps) * scale)
+
+
+def test_kernel_matches_openvino_on_generated_cases():
+    count = exact = 0
+    for seed in range(3):
+        for case in check.cases(UNIT, seed):
+            check.check_kernel_against_openvino(UNIT, case, tolerance(case))
+            count += 1
+            exact += tolerance(case) is None
+    assert count >= 66 and exact >= 12
+
+
+def test_version_1_matches_openvino():
+    """DeformableConvolution-1 (no mask, no padding of the bilinear corners) is the kernel without mask."""
+    import openvino as ov
+    from openvino import opset1
+    from custom_ops.ops.image.deformable_convolution import cases_v1, deformable_convolution
+    import onnx_bridge
+    from converters.openvino_ir import import_ir
+    count = 0
+    for case in cases_v1(np.random.default_rng(5)):
+        data, offsets, filters = case.inputs[:3]
+        node = opset1.deformable_convolution(ov.op.Constant(data), ov.op.Constant(offsets), ov.op.Constant(filters),
+                                             **{k: case.attributes.get(k, d) for k, d in (
+                                                 ("strides", None), ("pads_begin", None), ("pads_end", None),
+                                                 ("dilations", None), ("auto_pad", "explicit"), ("group", 1),
+                                                 ("deformable_group", 1))})
+        model = ov.Model([node.output(0)], [], "v1")
+        compiled = ov.Core().compile_model(model, "CPU", check.CONFIG)
+        want = compiled({})[compiled.outputs[0]]
+        got = deformable_convolution(data, offsets, filters, **case.attributes)
+        t = tolerance(case) or dict(rtol=0, atol=0)
+        np.testing.assert_allclose(got, want, **t)
+        if count < 2:   # the IR of version 1 imports as the dialect op (version 8, no mask)
+            (session_out,) = onnx_bridge.InferenceSession(import_ir(model).SerializeToString()).run(None, {})
+            np.testing.assert_array_equal(session_out, got)
+        count += 1
+    assert count >= 6
+
+
+@pytest.mark.parametrize("case", check.cases(UNIT)[:4], ids=lambda c: c.id)
+def test_import_session_export_backend(case, tmp_path):
+    t = tolerance(case)
+    check.check_import_and_session(UNIT, case, t)
+    check.check_export(UNIT, case, tmp_path, t)
+    check.check_backend(UNIT, case, t)
+    check.check_reference_and_schema(UNIT, case)
+
+
+@pytest.mark.parametrize("case,message", UNIT.bad_cases(), ids=lambda c: getattr(c, "id", ""))
+def test_bad_inputs_raise_op_error(case, message):
+    check.check_bad_case(UNIT, case, message)
+
+
+def test_sampling_outside_the_map():
+    """Without bilinear_interpolation_pad a tap at y = -0.5 is skipped; with it, it reads half the corner."""
+    from custom_ops.ops.image.deformable_convolution import deformable_convolution
+    data = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)
+    offsets = np.array([-0.5, 0.0], np.float32).reshape(1, 2, 1, 1)
+    a = dict(strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1])
+    filters = np.ones((1, 1, 1, 1), np.float32)
+    offsets = np.broadcast_to(offsets, (1, 2, 2, 2)).copy()
+    assert deformable_convolution(data, offsets, filters, **a)[0, 0, 0, 0] == 0
+    assert deformable_convolution(data, offsets, filters, bilinear_interpolation_pad=1, **a)[0, 0, 0, 0] == 0.5
