@@ -73,11 +73,6 @@ def test_import_session_export_backend(case, tmp_path):
     check.check_reference_and_schema(UNIT, case)
 
 
-@pytest.mark.parametrize("case,message", UNIT.bad_cases(), ids=lambda c: getattr(c, "id", ""))
-def test_bad_inputs_raise_op_error(case, message):
-    check.check_bad_case(UNIT, case, message)
-
-
 def test_sampling_outside_the_map():
     """Without bilinear_interpolation_pad a tap at y = -0.5 is skipped; with it, it reads half the corner."""
     from custom_ops.ops.image.deformable_convolution import deformable_convolution

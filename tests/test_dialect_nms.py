@@ -34,11 +34,6 @@ def test_import_session_export_backend(case, tmp_path):
     check.check_reference_and_schema(UNIT, case)
 
 
-@pytest.mark.parametrize("case,message", UNIT.bad_cases(), ids=lambda c: getattr(c, "id", ""))
-def test_bad_inputs_raise_op_error(case, message):
-    check.check_bad_case(UNIT, case, message)
-
-
 def test_iou_equal_to_the_threshold_suppresses():
     """A candidate whose IoU with a kept box equals iou_threshold is dropped (>=, the reference)."""
     boxes = np.array([[[0, 0, 2, 1], [1, 0, 3, 1]]], np.float32)        # IoU 1/3

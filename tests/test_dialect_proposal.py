@@ -53,8 +53,3 @@ def test_matches_openvino_in_a_subprocess():
     assert result.returncode == 0, result.stderr[-3000:]
     compared = int(result.stdout.split("COMPARED")[1].split()[0])
     assert compared >= 25, result.stdout
-
-
-@pytest.mark.parametrize("case,message", UNIT.bad_cases(), ids=lambda c: getattr(c, "id", ""))
-def test_bad_inputs_raise_op_error(case, message):
-    check.check_bad_case(UNIT, case, message)

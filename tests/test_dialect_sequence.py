@@ -35,12 +35,6 @@ def test_import_session_export_backend(op, case, tmp_path):
     check.check_reference_and_schema(UNITS[op], case)
 
 
-@pytest.mark.parametrize("op,case,message", [pytest.param(op, c, m, id=f"{op}-{c.id}")
-                                             for op in OPS for c, m in UNITS[op].bad_cases()])
-def test_bad_inputs_raise_op_error(op, case, message):
-    check.check_bad_case(UNITS[op], case, message)
-
-
 def test_nan_scores_follow_max_element():
     """A NaN score never becomes the maximum after the first class (std::max_element); numpy's argmax
     would pick it."""

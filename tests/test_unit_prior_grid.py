@@ -35,11 +35,6 @@ def test_import_session_export_backend(case, tmp_path):
     check.check_reference_and_schema(UNIT, case)
 
 
-@pytest.mark.parametrize("case,message", UNIT.bad_cases(), ids=lambda c: getattr(c, "id", ""))
-def test_bad_inputs_raise_op_error(case, message):
-    check.check_bad_case(UNIT, case, message)
-
-
 def test_known_grid():
     """Map 3 x 5 over a 30 x 40 image: steps 8 and 10, cell centres at (x + 0.5) * 8, (y + 0.5) * 10."""
     priors = np.array([[-8, -8, 8, 8], [-4, -16, 4, 16]], np.float32)
