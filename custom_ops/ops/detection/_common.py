@@ -43,3 +43,25 @@ def native(opset: str, type_name: str, inputs_used: int | None = None):
         outputs = [i.output(0) if hasattr(i, "output") else i for i in used]   # a Node or an Output
         return NodeFactory(opset).create(type_name, outputs, attributes)
     return factory
+
+
+def index_pyop_casts(attributes: dict):
+    """NMS ops with an output_type attribute: the PyOp computes int64 index outputs (1 and 2); an asked i32 is
+    a Cast after it."""
+    casts = {1: np.dtype(np.int32), 2: np.dtype(np.int32)} if attributes["output_type"] == "i32" else {}
+    return dict(attributes, output_type="i64"), casts
+
+
+def nms_infer(ctx, boxes_like_input: bool) -> None:
+    """Shape inference of the NMS ops: selected [?, 6] (f32, or the boxes' type), indices [?, 1] and
+    counts [?] in output_type."""
+    from onnx import TensorProto, helper
+    proto = ctx.get_attribute("output_type")
+    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
+    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+    known = ctx.get_input_type(0) if boxes_like_input else None
+    elem = known.tensor_type.elem_type if known is not None else TensorProto.FLOAT
+    if known is not None or not boxes_like_input:
+        ctx.set_output_type(0, helper.make_tensor_type_proto(elem, [None, 6]))
+    ctx.set_output_type(1, helper.make_tensor_type_proto(code, [None, 1]))
+    ctx.set_output_type(2, helper.make_tensor_type_proto(code, [None]))

@@ -21,6 +21,8 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
+from ._common import index_pyop_casts, nms_infer
+
 OP = "MatrixNms"
 TYPES = (np.dtype(np.float32),)
 SORTS = ("classid", "score", "none")
@@ -160,20 +162,8 @@ def bad_cases() -> list:
     ]
 
 
-def _pyop_casts(attributes: dict):
-    """The PyOp computes int64 index outputs; an asked i32 is a Cast after it."""
-    casts = {1: np.dtype(np.int32), 2: np.dtype(np.int32)} if attributes["output_type"] == "i32" else {}
-    return dict(attributes, output_type="i64"), casts
-
-
 def _infer(ctx) -> None:
-    from onnx import TensorProto, helper
-    proto = ctx.get_attribute("output_type")
-    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
-    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
-    ctx.set_output_type(0, helper.make_tensor_type_proto(TensorProto.FLOAT, [None, 6]))
-    ctx.set_output_type(1, helper.make_tensor_type_proto(code, [None, 1]))
-    ctx.set_output_type(2, helper.make_tensor_type_proto(code, [None]))
+    nms_infer(ctx, boxes_like_input=False)
 
 
 def _factory(ov, inputs, a):
@@ -247,6 +237,6 @@ UNIT = DialectUnit(
     torch=Absent("torch has no matrix NMS op"),
     divergences=DIVERGENCES,
     pyop_outputs=lambda inputs: (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.int64)),
-    pyop_casts=_pyop_casts,
+    pyop_casts=index_pyop_casts,
     benchmark=Absent("not benchmarked yet"),
 )
