@@ -1,4 +1,4 @@
-"""Throughput of sessions run from 1, 2 and 4 threads (issue 16): a native MatMul chain plus one
+"""Throughput of sessions run from 1, 2 and 4 threads: a native MatMul chain plus one
 ScatterElementsUpdate mean (a Python custom op), through onnx_bridge.InferenceSession, against plain
 onnxruntime on the same chain without the custom op. Also: errors crossing between threads, and a thread
 feeding bad indices next to a good one (starvation).
@@ -71,7 +71,7 @@ def _options():
 def make_session(kind: str):
     if kind == "bridge":
         # lower=False: the ScatterElementsUpdate mean stays the Python op this benchmark is about (the default
-        # session lowers float mean to native kernels since issue 17)
+        # session lowers float mean to native kernels)
         return onnx_bridge.InferenceSession(chain_model(True), _options(), lower=False)
     return ort.InferenceSession(chain_model(False).SerializeToString(), _options(),
                                 providers=["CPUExecutionProvider"])

@@ -1,5 +1,5 @@
 """Per-call overhead of a user's Python op (onnx_bridge.custom_op) against native onnxruntime: a model of one
-identity node, 1 KB and 50 MB float32 inputs (issue 15).
+identity node, 1 KB and 50 MB float32 inputs.
 
     PYTHONPATH=. python benchmarks/user_op_overhead.py [--repeats 30]
 

@@ -1,4 +1,4 @@
-"""Import rules for attention, resampling, layout, selection and shape ops (issue 13, part B).
+"""Import rules for attention, resampling, layout, selection and shape ops.
 
 Each case builds a small OpenVINO model with the opset builders, imports it with import_ir, and checks
 onnxruntime's result against OpenVINO's CPU plugin (f32 precision): integers and data movement exactly,
@@ -525,7 +525,7 @@ def test_torch_module_ir_converts_whole():
 
 
 def test_broadcast_1_explicit_is_recorded_as_none():
-    """The bug of issue 13: OpenVINO records Broadcast-1's explicit mode as mode="none"; it imports as explicit."""
+    """OpenVINO records Broadcast-1's explicit mode as mode="none"; it imports as explicit."""
     x = P([3], name="x")
     node = opset1.broadcast(x, C([2, 3, 4], np.int64), C([1], np.int64), "explicit")
     assert node.get_attributes()["mode"] == "none"

@@ -379,7 +379,7 @@ ZOO: dict[str, tuple[Callable, str]] = {
     "nncf_int4_weights": (nncf_int4_weights, "nncf"),
     "torch_script_if_loop": (torch_script_if_loop, "torch"),
     "if_loop": (if_loop, "openvino"),
-    # more architectures of the corpus issue 13 names (tiny sizes, random weights)
+    # more architectures users convert (tiny sizes, random weights)
     "googlenet": (_torchvision("googlenet", aux_logits=False, init_weights=True), "torchvision"),
     "shufflenet_v2_x0_5": (_torchvision("shufflenet_v2_x0_5"), "torchvision"),
     "swin_t": (_torchvision("swin_t"), "torchvision"),
