@@ -65,3 +65,16 @@ def nms_infer(ctx, boxes_like_input: bool) -> None:
         ctx.set_output_type(0, helper.make_tensor_type_proto(elem, [None, 6]))
     ctx.set_output_type(1, helper.make_tensor_type_proto(code, [None, 1]))
     ctx.set_output_type(2, helper.make_tensor_type_proto(code, [None]))
+
+
+def nms_factory(opset: str, type_name: str):
+    """The native node factory of the [N, M, 4]-boxes NMS ops: the CPU plugin needs the box dimension static,
+    so a box input whose last dim is dynamic gets a Reshape to [N, M, 4] stating it."""
+    def factory(ov, inputs, attributes):
+        from openvino.utils.node_factory import NodeFactory
+        used = [i.output(0) if hasattr(i, "output") else i for i in inputs if i is not None]
+        shape = used[0].get_partial_shape()
+        if shape.rank.is_static and shape[-1].is_dynamic:
+            used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 4], np.int64)), True).output(0)
+        return NodeFactory(opset).create(type_name, used, attributes)
+    return factory

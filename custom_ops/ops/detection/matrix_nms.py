@@ -21,7 +21,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from ._common import index_pyop_casts, nms_infer
+from ._common import index_pyop_casts, nms_factory, nms_infer
 
 OP = "MatrixNms"
 TYPES = (np.dtype(np.float32),)
@@ -166,15 +166,6 @@ def _infer(ctx) -> None:
     nms_infer(ctx, boxes_like_input=False)
 
 
-def _factory(ov, inputs, a):
-    from openvino.utils.node_factory import NodeFactory
-    used = [i.output(0) if hasattr(i, "output") else i for i in inputs if i is not None]
-    if used[0].get_partial_shape().rank.is_static and used[0].get_partial_shape()[-1].is_dynamic:
-        # the CPU plugin needs the box dimension static: a Reshape to [N, M, 4] states it
-        used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 4], np.int64)), True).output(0)
-    return NodeFactory("opset8").create("MatrixNms", used, a)
-
-
 # Divergences of OpenVINO's CPU plugin (2026.4, measured) ------------------------------------------------
 
 _OV = "openvino-cpu"
@@ -223,7 +214,7 @@ UNIT = DialectUnit(
                   {"T": TYPES, "O": (np.dtype(np.int64), np.dtype(np.int32))},
                   _kernel_v8, doc="Matrix NMS (decayed scores) per class over shared boxes.", infer=_infer),),
     openvino=OpenVINO(
-        "MatrixNms", versions=(8,), factory=_factory,
+        "MatrixNms", versions=(8,), factory=nms_factory("opset8", OP),
         attributes=(AttributeMap("sort_result_type", "lower"), AttributeMap("sort_result_across_batch", "bool"),
                     AttributeMap("output_type", "lower"), AttributeMap("score_threshold", "float"),
                     AttributeMap("nms_top_k", "int"), AttributeMap("keep_top_k", "int"),

@@ -25,7 +25,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from ._common import index_pyop_casts, nms_infer
+from ._common import index_pyop_casts, nms_factory, nms_infer
 
 OP = "MulticlassNms"
 TYPES = FLOAT_TYPES[:3]          # float16, bfloat16, float32: OpenVINO refuses float64 boxes and scores
@@ -202,15 +202,6 @@ def _infer(ctx) -> None:
     nms_infer(ctx, boxes_like_input=True)
 
 
-def _factory(ov, inputs, a):
-    from openvino.utils.node_factory import NodeFactory
-    used = [i.output(0) if hasattr(i, "output") else i for i in inputs if i is not None]
-    if used[0].get_partial_shape().rank.is_static and used[0].get_partial_shape()[-1].is_dynamic:
-        # the CPU plugin needs the box dimension static: a Reshape to [N, M, 4] states it
-        used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 4], np.int64)), True).output(0)
-    return NodeFactory("opset9").create("MulticlassNms", used, a)
-
-
 def _output_shapes(inputs: dict, attributes: dict) -> list:
     return [None, None, (np.shape(inputs["scores"])[0],)]
 
@@ -245,7 +236,7 @@ UNIT = DialectUnit(
                   _kernel_v9, doc="Per-class NMS over shared boxes, sorted per image or across the batch.",
                   infer=_infer),),
     openvino=OpenVINO(
-        "MulticlassNms", versions=(8, 9), factory=_factory,
+        "MulticlassNms", versions=(8, 9), factory=nms_factory("opset9", OP),
         attributes=(AttributeMap("sort_result_type", "lower"), AttributeMap("sort_result_across_batch", "bool"),
                     AttributeMap("output_type", "lower"), AttributeMap("iou_threshold", "float"),
                     AttributeMap("score_threshold", "float"), AttributeMap("nms_top_k", "int"),

@@ -23,7 +23,7 @@ from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Dive
 
 from ._common import maps, native, output_type
 
-from .roi_pooling import batch_ids, lerp, round_half_away
+from .roi_pooling import batch_ids, feature_map_and_boxes, lerp, round_half_away
 
 OP = "PSROIPooling"
 TYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
@@ -32,15 +32,7 @@ F32 = np.float32
 
 
 def validate(data, rois, output_dim, group_size, spatial_scale, spatial_bins_x, spatial_bins_y, mode):
-    data, rois = check.as_array(OP, "input", data), check.as_array(OP, "coords", rois)
-    check.data_type(OP, "input", data, TYPES)
-    if rois.dtype != data.dtype:
-        raise OpError(OP, "input 'coords'", "element type must equal input's", value=str(rois.dtype),
-                      allowed=str(data.dtype))
-    if data.ndim != 4:
-        raise OpError(OP, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
-    if rois.ndim != 2 or rois.shape[1] != 5:
-        raise OpError(OP, "input 'coords'", "must have shape [R, 5]", value=rois.shape)
+    data, rois = feature_map_and_boxes(OP, data, rois, TYPES)
     mode = check.choice(OP, "mode", mode, MODES)
     checked = [("output_dim", output_dim), ("group_size", group_size)]
     if mode == "bilinear":  # the spatial bins take part in bilinear mode only (OpenVINO ignores them in average)

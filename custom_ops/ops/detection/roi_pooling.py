@@ -30,6 +30,21 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
     return np.trunc(wide + np.copysign(0.5, wide))
 
 
+def feature_map_and_boxes(op: str, data, rois, types) -> tuple[np.ndarray, np.ndarray]:
+    """The checked inputs of the ROI pooling ops: a feature map [N, C, H, W] of one of `types` and boxes
+    [R, 5] (batch index, corners) of the same element type."""
+    data, rois = check.as_array(op, "input", data), check.as_array(op, "coords", rois)
+    check.data_type(op, "input", data, types)
+    if rois.dtype != data.dtype:
+        raise OpError(op, "input 'coords'", "element type must equal input's", value=str(rois.dtype),
+                      allowed=str(data.dtype))
+    if data.ndim != 4:
+        raise OpError(op, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise OpError(op, "input 'coords'", "must have shape [R, 5]", value=rois.shape)
+    return data, rois
+
+
 def batch_ids(op: str, name: str, values: np.ndarray, batches: int) -> np.ndarray:
     """ROI batch indices: truncated to integers, in [0, batches - 1]."""
     with np.errstate(invalid="ignore"):
@@ -42,15 +57,7 @@ def batch_ids(op: str, name: str, values: np.ndarray, batches: int) -> np.ndarra
 
 
 def validate(data, rois, pooled_h, pooled_w, spatial_scale, method):
-    data, rois = check.as_array(OP, "input", data), check.as_array(OP, "coords", rois)
-    check.data_type(OP, "input", data, TYPES)
-    if rois.dtype != data.dtype:
-        raise OpError(OP, "input 'coords'", "element type must equal input's", value=str(rois.dtype),
-                      allowed=str(data.dtype))
-    if data.ndim != 4:
-        raise OpError(OP, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
-    if rois.ndim != 2 or rois.shape[1] != 5:
-        raise OpError(OP, "input 'coords'", "must have shape [R, 5]", value=rois.shape)
+    data, rois = feature_map_and_boxes(OP, data, rois, TYPES)
     method = check.choice(OP, "method", method, METHODS)
     if int(pooled_h) < 1 or int(pooled_w) < 1:
         raise OpError(OP, "attribute 'pooled_h'/'pooled_w'", "must be positive", value=(pooled_h, pooled_w),
