@@ -13,26 +13,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-import openvino as ov
-
 import onnx_bridge
 from converters.model_io import save_model
-from onnx_bridge.llm import greedy, write_genai_config
-
-
-def openvino_greedy(xml: Path, prompt: list[int], count: int) -> list[int]:
-    config = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
-    request = ov.Core().compile_model(str(xml), "CPU", config).create_infer_request()
-    tokens, new = list(prompt), list(prompt)
-    for _ in range(count):
-        start = len(tokens) - len(new)
-        logits = request.infer({"input_ids": np.array([new]), "attention_mask": np.ones((1, len(tokens)), np.int64),
-                                "position_ids": np.arange(start, len(tokens))[None],
-                                "beam_idx": np.zeros(1, np.int32)})["logits"]
-        new = [int(np.argmax(logits[0, -1]))]
-        tokens += new
-    return tokens[len(prompt):]
+from onnx_bridge.llm import greedy, openvino_greedy, write_genai_config
 
 
 def main() -> None:

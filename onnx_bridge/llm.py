@@ -131,6 +131,28 @@ def greedy(session, prompt, max_new_tokens: int, eos_token_id=None) -> list[int]
     return tokens[len(prompt):]
 
 
+#: OpenVINO CPU computing what the converted model computes: f32 everywhere, KV cache f32, no dynamic
+#: quantization of activations (its defaults approximate: docs/llm.md)
+OPENVINO_EXACT = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
+
+
+def openvino_greedy(model, prompt, max_new_tokens: int) -> list[int]:
+    """The same greedy generation run by OpenVINO CPU on the stateful IR (path or openvino.Model) with
+    OPENVINO_EXACT: the tokens the converted model must reproduce."""
+    import openvino as ov
+    model = str(model) if isinstance(model, Path) else model
+    request = ov.Core().compile_model(model, "CPU", OPENVINO_EXACT).create_infer_request()
+    tokens, new = [int(t) for t in prompt], [int(t) for t in prompt]
+    for _ in range(max_new_tokens):
+        start = len(tokens) - len(new)
+        logits = request.infer({"input_ids": np.array([new]), "attention_mask": np.ones((1, len(tokens)), np.int64),
+                                "position_ids": np.arange(start, len(tokens))[None],
+                                "beam_idx": np.zeros(1, np.int32)})["logits"]
+        new = [int(np.argmax(logits[0, -1]))]
+        tokens += new
+    return tokens[len(prompt):]
+
+
 def set_accuracy_level(model: onnx.ModelProto, level: int) -> onnx.ModelProto:
     """Set the accuracy_level of every MatMulNBits of `model` (in place; returns it). The import writes 0:
     weights dequantized exactly in f32, activations untouched (OpenVINO's result at 1e-5). 4 is an opt-in

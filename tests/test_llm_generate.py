@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 
-import numpy as np
 import pytest
 
 ov = pytest.importorskip("openvino")
@@ -14,25 +13,11 @@ pytest.importorskip("transformers")
 import onnx_bridge  # noqa: E402
 from converters.model_io import save_model  # noqa: E402
 from onnx_bridge.cli import main as cli  # noqa: E402
-from onnx_bridge.llm import genai_config, greedy, write_genai_config  # noqa: E402
+from onnx_bridge.llm import genai_config, greedy, openvino_greedy, write_genai_config  # noqa: E402
 from tests.helpers import llm  # noqa: E402
-from tests.test_llm_state import CONFIG  # noqa: E402
 
 pytestmark = [pytest.mark.openvino, pytest.mark.torch]
 PROMPT, NEW_TOKENS = [1, 5, 17, 42], 32
-
-
-def _openvino_greedy(model, prompt, count):
-    request = ov.Core().compile_model(model, "CPU", CONFIG).create_infer_request()
-    tokens, new = list(prompt), list(prompt)
-    for _ in range(count):
-        start = len(tokens) - len(new)
-        logits = request.infer({"input_ids": np.array([new]), "attention_mask": np.ones((1, len(tokens)), np.int64),
-                                "position_ids": np.arange(start, len(tokens))[None],
-                                "beam_idx": np.zeros(1, np.int32)})["logits"]
-        new = [int(np.argmax(logits[0, -1]))]
-        tokens += new
-    return tokens[len(prompt):]
 
 
 @pytest.fixture(scope="module", params=["f32", "int4"])
@@ -51,7 +36,7 @@ def converted(request, tmp_path_factory):
 
 def test_greedy_tokens_equal_openvino(converted):
     xml, onnx_path = converted
-    expected = _openvino_greedy(ov.Core().read_model(str(xml)), PROMPT, NEW_TOKENS)
+    expected = openvino_greedy(ov.Core().read_model(str(xml)), PROMPT, NEW_TOKENS)
     session = onnx_bridge.InferenceSession(str(onnx_path))
     assert greedy(session, PROMPT, NEW_TOKENS) == expected
     assert len(set(expected)) > 3  # not a degenerate repetition
@@ -85,7 +70,7 @@ def test_genai_config_without_config_json_names_what_is_missing(converted, tmp_p
 def test_onnxruntime_genai_generates_openvinos_tokens(converted):
     og = pytest.importorskip("onnxruntime_genai")
     xml, onnx_path = converted
-    expected = _openvino_greedy(ov.Core().read_model(str(xml)), PROMPT, NEW_TOKENS)
+    expected = openvino_greedy(ov.Core().read_model(str(xml)), PROMPT, NEW_TOKENS)
     model = og.Model(str(onnx_path.parent))
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=len(PROMPT) + NEW_TOKENS, do_sample=False)

@@ -14,9 +14,9 @@ ov = pytest.importorskip("openvino")
 
 import onnx_bridge  # noqa: E402
 from onnx_bridge.cli import main as cli  # noqa: E402
-from onnx_bridge.llm import greedy  # noqa: E402
+from onnx_bridge.llm import greedy, openvino_greedy  # noqa: E402
 from tests.helpers import llm  # noqa: E402
-from tests.test_llm_generate import NEW_TOKENS, PROMPT, _openvino_greedy  # noqa: E402
+from tests.test_llm_generate import NEW_TOKENS, PROMPT  # noqa: E402
 
 pytestmark = [pytest.mark.openvino, pytest.mark.torch]
 
@@ -43,6 +43,6 @@ def test_optimum_intel_export_converts_and_generates(bits, tmp_path):
     assert cli(["convert", str(xml), "-o", str(tmp_path / "onnx" / "model.onnx"), "--genai"]) == 0
     config = json.loads((tmp_path / "onnx" / "genai_config.json").read_text())
     assert config["model"]["type"] == "llama"
-    expected = _openvino_greedy(ov.Core().read_model(str(xml)), PROMPT, NEW_TOKENS)
+    expected = openvino_greedy(ov.Core().read_model(str(xml)), PROMPT, NEW_TOKENS)
     session = onnx_bridge.InferenceSession(str(tmp_path / "onnx" / "model.onnx"))
     assert greedy(session, PROMPT, NEW_TOKENS) == expected
