@@ -29,6 +29,9 @@ def _unit_rule(unit):
     maps = unit.openvino.attributes
 
     def handler(ctx, node):
+        ports = len(unit.newest.inputs)
+        if node.get_input_size() > ports:   # an op of variadic inputs, e.g. one per pyramid level
+            raise Unsupported(f"{node.get_input_size()} inputs: the dialect op {unit.op_type} has {ports} ports")
         given = node.get_attributes()
         attributes = {m.name: m.to_onnx(given[m.ov_name]) for m in maps if m.ov_name in given}
         try:
