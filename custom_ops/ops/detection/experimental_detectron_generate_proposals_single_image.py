@@ -58,26 +58,30 @@ def validate(im_info, anchors, deltas, scores, attributes):
 def refine(info, anchors, deltas, scores, min_size):
     """[H * W * A, 4] boxes moved by the deltas and clipped, [H * W * A] scores (0: box below min_size)."""
     count, height, width = scores.shape
-    anc = anchors.astype(F32).reshape(height, width, count, 4)
-    d = deltas.astype(F32).reshape(count, 4, height, width).transpose(2, 3, 0, 1)      # [H, W, A, 4]
-    score = scores.astype(F32).transpose(1, 2, 0)                                       # [H, W, A]
-    x0, y0, x1, y1 = (anc[..., k] for k in range(4))
-    one, half = F32(1), F32(0.5)
-    ww, hh = x1 - x0 + one, y1 - y0 + one
+    boxes, big = refine_anchors(anchors.astype(F32).reshape(height, width, count, 4), deltas.astype(F32),
+                                F32(info[0]), F32(info[1]), F32(min_size), F32(min_size), F32(1))
+    return boxes, np.where(big, scores.astype(F32).transpose(1, 2, 0).reshape(-1), F32(0))
+
+
+def refine_anchors(anchors, deltas, img_h, img_w, min_h, min_w, offset):
+    """Anchors [H, W, A, 4] moved by deltas [4A, H, W] (f32) and clipped to the image: boxes [H * W * A, 4] and
+    whether each is at least min_w x min_h (sizes with `offset` added, 1 or 0)."""
+    height, width, count = anchors.shape[:3]
+    d = deltas.reshape(count, 4, height, width).transpose(2, 3, 0, 1)                 # [H, W, A, 4]
+    x0, y0, x1, y1 = (anchors[..., k] for k in range(4))
+    half = F32(0.5)
+    ww, hh = x1 - x0 + offset, y1 - y0 + offset
     ctr_x, ctr_y = x0 + half * ww, y0 + half * hh
     pred_x = muladd(d[..., 0], ww, ctr_x)
     pred_y = muladd(d[..., 1], hh, ctr_y)
     pred_w = _exp(np.minimum(d[..., 2], MAX_DELTA_LOG_WH)) * ww
     pred_h = _exp(np.minimum(d[..., 3], MAX_DELTA_LOG_WH)) * hh
-    img_h, img_w = F32(info[0]), F32(info[1])
-    clip_w = lambda v: np.maximum(F32(0), np.minimum(v, img_w - one))  # noqa: E731
-    clip_h = lambda v: np.maximum(F32(0), np.minimum(v, img_h - one))  # noqa: E731
+    clip_w = lambda v: np.maximum(F32(0), np.minimum(v, img_w - offset))  # noqa: E731
+    clip_h = lambda v: np.maximum(F32(0), np.minimum(v, img_h - offset))  # noqa: E731
     bx0, by0 = clip_w(pred_x - half * pred_w), clip_h(pred_y - half * pred_h)
-    bx1, by1 = clip_w(pred_x + half * pred_w - one), clip_h(pred_y + half * pred_h - one)
-    min_size = F32(min_size)
-    big = (min_size <= bx1 - bx0 + one) & (min_size <= by1 - by0 + one)
-    boxes = np.stack([bx0, by0, bx1, by1], -1).reshape(-1, 4)
-    return boxes, np.where(big, score, F32(0)).reshape(-1)
+    bx1, by1 = clip_w(pred_x + half * pred_w - offset), clip_h(pred_y + half * pred_h - offset)
+    big = (min_w <= bx1 - bx0 + offset) & (min_h <= by1 - by0 + offset)
+    return np.stack([bx0, by0, bx1, by1], -1).reshape(-1, 4), big.reshape(-1)
 
 
 def muladd(a, b, c):
@@ -91,10 +95,11 @@ def _exp(x):
         return np.exp(x.astype(np.float64)).astype(F32)
 
 
-def nms(boxes, threshold: float, limit: int) -> np.ndarray:
-    """Greedy NMS over boxes sorted best first (IoU without the +1 pixel): indices kept, at most `limit`."""
+def nms(boxes, threshold: float, limit: int, offset=F32(0), dead=None) -> np.ndarray:
+    """Greedy NMS over boxes sorted best first (`offset` added to sizes; `dead`: boxes out from the start):
+    indices kept, at most `limit`."""
     x0, y0, x1, y1 = (boxes[:, k] for k in range(4))
-    dead = np.zeros(len(boxes), bool)
+    dead = np.zeros(len(boxes), bool) if dead is None else dead.copy()
     kept = []
     threshold = F32(threshold)
     for i in range(len(boxes)):
@@ -104,11 +109,11 @@ def nms(boxes, threshold: float, limit: int) -> np.ndarray:
         if len(kept) == limit:
             break
         j = slice(i + 1, None)
-        width = np.minimum(x1[i], x1[j]) - np.maximum(x0[i], x0[j])
-        height = np.minimum(y1[i], y1[j]) - np.maximum(y0[i], y0[j])
+        width = np.minimum(x1[i], x1[j]) - np.maximum(x0[i], x0[j]) + offset
+        height = np.minimum(y1[i], y1[j]) - np.maximum(y0[i], y0[j]) + offset
         area = np.maximum(F32(0), width) * np.maximum(F32(0), height)
-        a_area = (x1[i] - x0[i]) * (y1[i] - y0[i])
-        b_area = (x1[j] - x0[j]) * (y1[j] - y0[j])
+        a_area = (x1[i] - x0[i] + offset) * (y1[i] - y0[i] + offset)
+        b_area = (x1[j] - x0[j] + offset) * (y1[j] - y0[j] + offset)
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = area / (a_area + b_area - area)
         dead[j] |= (threshold < iou) & (x0[i] <= x1[j]) & (y0[i] <= y1[j]) & (x0[j] <= x1[i]) & (y0[j] <= y1[i])
