@@ -147,7 +147,7 @@ UNIT = DialectUnit(
                    Attribute("pre_nms_count", "int", REQUIRED), Attribute("post_nms_count", "int", REQUIRED),
                    flag("normalized", 1), Attribute("nms_eta", "float", 1.0),
                    Attribute("roi_num_type", "string", "i64", ROI_NUM_TYPES)),
-                  {"T": TYPES, "I": (np.dtype(np.int32), np.dtype(np.int64))}, _kernel_v9,
+                  {"T": TYPES, "I": (np.dtype(np.int64), np.dtype(np.int32))}, _kernel_v9,   # default first
                   doc="Batched RPN proposals: refine, top-n, NMS per image; rois per image counted.",
                   infer=_infer),),
     openvino=OpenVINO(
