@@ -1,4 +1,4 @@
-"""Proposal-4 (custom_ops/ops/detection/proposal.py) against OpenVINO CPU. The CPU plugin crashes the
+"""Proposal-4 and Proposal-1 (custom_ops/ops/detection/proposal.py) against OpenVINO CPU. The CPU plugin crashes the
 process on some inputs (a declared divergence), so everything that runs it runs in a fresh interpreter:
 a crash fails the test instead of killing pytest. There the kernel's centre update is fused as the CPU
 plugin does (the declared last-bit divergence); everything else must agree bit for bit."""
@@ -44,6 +44,27 @@ SCRIPT = textwrap.dedent("""
         np.testing.assert_array_equal(got[0], want[0], err_msg=case.id)
         check.check_export(unit, case, pathlib.Path(tempfile.mkdtemp()))
         check.check_reference_and_schema(unit, case)
+    for case in check.cases(unit)[:3]:   # Proposal-1: the same rois, no probs output; imported with rois only
+        import onnx, openvino as ov
+        from openvino.utils.node_factory import NodeFactory
+        from converters.openvino_ir import import_ir, export_ir
+        import onnx_bridge
+        v4 = check.openvino_model(unit, case)
+        parameters = list(v4.get_parameters())
+        attributes = unit.openvino.ov_attributes(unit.newest.attribute_values(case.attributes))
+        node = NodeFactory("opset1").create("Proposal", [p.output(0) for p in parameters], attributes)
+        v1 = ov.Model(node.outputs(), parameters, case.id)
+        want = ov.Core().compile_model(v1, "CPU", check.CONFIG)(check.feeds(unit, case))[0]
+        np.testing.assert_array_equal(check.kernel_outputs(unit, case)[0], want, err_msg=case.id)
+        model = import_ir(v1)
+        assert [(n.op_type, len(n.output)) for n in model.graph.node] == [("Proposal", 1)]
+        got = onnx_bridge.InferenceSession(model.SerializeToString()).run(None, check.feeds(unit, case))
+        assert len(got) == 1
+        np.testing.assert_array_equal(got[0], want, err_msg=case.id)
+        xml = export_ir(model, pathlib.Path(tempfile.mkdtemp()) / "proposal1.xml")
+        exported = ov.Core().compile_model(str(xml), "CPU", check.CONFIG)(check.feeds(unit, case))
+        np.testing.assert_array_equal(exported[0], want, err_msg=case.id)
+        compared += 1
     print("COMPARED", compared)
 """)
 
