@@ -18,7 +18,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
+                             Port)
 
 from ._common import native
 
@@ -183,10 +184,13 @@ def cases(rng: np.random.Generator) -> list:
     return out
 
 
+def _example() -> Case:
+    return Case("example", make_inputs(np.random.default_rng(0), 2, 2, 3, 8),
+                {"min_size": 0.0, "nms_threshold": 0.7, "pre_nms_count": 8, "post_nms_count": 4})
+
+
 def bad_cases() -> list:
-    r = np.random.default_rng(0)
-    info, anchors, deltas, scores = make_inputs(r, 2, 2, 3, 8)
-    a = {"min_size": 0.0, "nms_threshold": 0.7, "pre_nms_count": 8, "post_nms_count": 4}
+    (info, anchors, deltas, scores), a = _example().inputs, _example().attributes
     return [
         (Case("im_info_shape", (info[:2], anchors, deltas, scores), a), "im_info"),
         (Case("anchors_shape", (info, anchors[:5], deltas, scores), a), "[H * W * A, 4]"),
@@ -195,6 +199,30 @@ def bad_cases() -> list:
         (Case("scores_type", (info, anchors, deltas, scores.astype(np.float16)), a), "element type"),
         (Case("negative_post", (info, anchors, deltas, scores), {**a, "post_nms_count": -1}), "post_nms_count"),
     ]
+
+
+def _refuse(inputs: dict, attributes: dict) -> None:
+    """post_nms_count 0 crashes OpenVINO's CPU plugin (SIGSEGV): refused before it runs."""
+    if int(attributes["post_nms_count"]) == 0:
+        raise OpError(OP, "attribute 'post_nms_count'", "0 crashes OpenVINO's CPU plugin: refused before OpenVINO",
+                      value=0, allowed=">= 1")
+
+
+_EXAMPLE = _example()
+_NO_PROPOSALS = Case("example", (_EXAMPLE.inputs[0], _EXAMPLE.inputs[1][:0], _EXAMPLE.inputs[2][:, :0],
+                                 _EXAMPLE.inputs[3][:, :0]), _EXAMPLE.attributes)
+DIVERGENCES = (
+    # kind "rejects": the table's "crashes" is for inputs the contract refuses; these are valid
+    Divergence("ov-edproposals-post-zero-crash", "openvino-cpu", "rejects", "post_nms_count 0 crashes",
+               "post_nms_count 0: the CPU plugin crashes the process (SIGSEGV); the dialect outputs [0, 4] rois "
+               "and [0] scores.", lambda inputs, attributes: int(attributes["post_nms_count"]) == 0,
+               Case("example", _EXAMPLE.inputs, {**_EXAMPLE.attributes, "post_nms_count": 0})),
+    Divergence("ov-edproposals-no-anchor-uninitialised", "openvino-cpu", "nondeterministic",
+               "no anchor position: outputs uninitialised",
+               "With A * H * W = 0 the CPU plugin leaves both outputs uninitialised (whatever the buffer held); "
+               "the contract writes zero rows.", lambda inputs, attributes: 0 in np.shape(inputs["scores"]),
+               _NO_PROPOSALS),
+)
 
 
 UNIT = DialectUnit(
@@ -206,7 +234,7 @@ UNIT = DialectUnit(
                   {"T": TYPES}, _kernel_v6, doc="Detectron RPN proposals of one image: refine, top-n, NMS.",
                   infer=_infer),),
     openvino=OpenVINO(
-        OP, versions=(6,), factory=native("opset6", OP),
+        OP, versions=(6,), factory=native("opset6", OP), refuse=_refuse,
         attributes=(AttributeMap("min_size", "float"), AttributeMap("nms_threshold", "float"),
                     AttributeMap("post_nms_count", "int"), AttributeMap("pre_nms_count", "int")),
         output_shapes=lambda i, a: [(int(a["post_nms_count"]), 4), (int(a["post_nms_count"]),)]),
@@ -214,6 +242,6 @@ UNIT = DialectUnit(
     lowering=Absent("ONNX NonMaxSuppression has no strict IoU > threshold with the overlap test, nor the top-n order; not written"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch has no such op"),
-    divergences=Absent("no divergence of OpenVINO's CPU plugin found on the generated cases"),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked"),
 )

@@ -24,6 +24,9 @@ F32 = np.float32
 #: feature map ports (pyramid levels) of the dialect op: the first required, the others optional
 LEVELS = 6
 FEATURE_PORTS = tuple(f"features_{level}" for level in range(LEVELS))
+#: bilinear samples (boxes x bins x grid points x channels) above which the kernel refuses: with
+#: sampling_ratio 0 the grid grows with the box, and a huge box would take hours
+MAX_SAMPLES = 1 << 26
 
 
 def validate(rois, features, attributes):
@@ -82,6 +85,10 @@ def roi_align(data: np.ndarray, rois: np.ndarray, scale, pooled: int, sampling_r
         grid_h = grid_w = np.full(len(rois), sampling_ratio, np.int64)
     else:
         grid_h, grid_w = np.ceil(roi_h / F32(pooled)).astype(np.int64), np.ceil(roi_w / F32(pooled)).astype(np.int64)
+    samples = int((grid_h * grid_w).sum()) * pooled * pooled * channels
+    if samples > MAX_SAMPLES:
+        raise OpError(OP, "input 'rois'", "the boxes need too many bilinear samples (sampling_ratio 0 grows the "
+                      "grid with the box size)", value=samples, allowed=f"<= {MAX_SAMPLES}")
     count = (grid_h * grid_w).astype(F32)
     cells = np.arange(pooled, dtype=F32)
     out = np.zeros((len(rois), channels, pooled, pooled), F32)
@@ -191,6 +198,7 @@ def bad_cases() -> list:
         (Case("scale_count", (rois, level), {**a, "pyramid_scales": [4, 8]}), "one scale per feature map"),
         (Case("map_type", (rois, level.astype(np.float16)), a), "element type"),
         (Case("output_size", (rois, level), {**a, "output_size": 0}), "output_size"),
+        (Case("huge_box", (rois * 1e6, level), {**a, "sampling_ratio": 0}), "too many bilinear samples"),
     ]
 
 

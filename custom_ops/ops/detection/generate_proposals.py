@@ -13,7 +13,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
+                             Port)
 
 from ._common import flag, native
 from .experimental_detectron_generate_proposals_single_image import F32, make_inputs, nms, refine_anchors
@@ -43,9 +44,9 @@ def validate(im_info, anchors, deltas, scores, a):
     if anc.shape != (height, width, count, 4):
         raise OpError(OP, "input 'anchors'", "must have shape [H, W, A, 4]", value=anc.shape,
                       allowed=(height, width, count, 4))
-    for name in ("pre_nms_count", "post_nms_count"):
-        if int(a[name]) < 0:
-            raise OpError(OP, f"attribute '{name}'", "must not be negative", value=a[name], allowed=">= 0")
+    for name in ("pre_nms_count", "post_nms_count"):   # OpenVINO's node validation refuses 0
+        if int(a[name]) < 1:
+            raise OpError(OP, f"attribute '{name}'", "must be positive", value=a[name], allowed=">= 1")
     if float(a["nms_eta"]) != 1.0:   # OpenVINO's node validation refuses any other value
         raise OpError(OP, "attribute 'nms_eta'", "adaptive NMS is not defined: must be 1.0", value=a["nms_eta"],
                       allowed="1.0")
@@ -66,11 +67,12 @@ def generate_proposals(im_info, anchors, deltas, scores, *, min_size, nms_thresh
         score = scr[b].astype(F32).transpose(1, 2, 0).reshape(-1)
         order = np.argsort(-score.astype(np.float64), kind="stable")[:int(pre_nms_count)]
         post = int(post_nms_count)
-        kept = order[nms(boxes[order], nms_threshold, post, offset, ~big[order])] if post else order[:0]
+        kept = order[nms(boxes[order], nms_threshold, post, offset, ~big[order])]
         rois.append(boxes[kept])
         out_scores.append(score[kept])
         counts.append(kept.size)
     dtype = info.dtype
+    rois, out_scores = rois or [np.zeros((0, 4), F32)], out_scores or [np.zeros(0, F32)]
     return (np.concatenate(rois).astype(dtype).reshape(-1, 4), np.concatenate(out_scores).astype(dtype),
             np.asarray(counts, np.int32 if roi_num_type == "i32" else np.int64))
 
@@ -125,18 +127,37 @@ def cases(rng: np.random.Generator) -> list:
     return out
 
 
-def bad_cases() -> list:
+def _example() -> Case:
     info, anchors, deltas, scores = make_inputs(np.random.default_rng(0), 2, 2, 3, 8)
-    info, anchors, deltas, scores = info[None], anchors.reshape(2, 3, 2, 4), deltas[None], scores[None]
-    a = {"min_size": 0.0, "nms_threshold": 0.7, "pre_nms_count": 8, "post_nms_count": 4}
+    return Case("example", (info[None], anchors.reshape(2, 3, 2, 4), deltas[None], scores[None]),
+                {"min_size": 0.0, "nms_threshold": 0.7, "pre_nms_count": 8, "post_nms_count": 4})
+
+
+def bad_cases() -> list:
+    (info, anchors, deltas, scores), a = _example().inputs, _example().attributes
     return [
         (Case("im_info_shape", (info[:, :2], anchors, deltas, scores), a), "im_info"),
         (Case("anchors_shape", (info, anchors[:1], deltas, scores), a), "[H, W, A, 4]"),
         (Case("deltas_shape", (info, anchors, deltas[:, :4], scores), a), "[N, 4A, H, W]"),
         (Case("scores_rank", (info, anchors, deltas, scores[0]), a), "[N, A, H, W]"),
         (Case("scores_type", (info, anchors, deltas, scores.astype(np.float16)), a), "element type"),
+        (Case("zero_post", (info, anchors, deltas, scores), {**a, "post_nms_count": 0}), "post_nms_count"),
         (Case("nms_eta", (info, anchors, deltas, scores), {**a, "nms_eta": 0.5}), "nms_eta"),
     ]
+
+
+def _no_proposals(inputs, attributes) -> bool:
+    return 0 in np.shape(inputs["scores"])
+
+
+_EMPTY = _example()
+DIVERGENCES = (
+    Divergence("ov-generateproposals-empty-rejected", "openvino-cpu", "rejects", "no image or no anchor rejected",
+               "With a batch of 0 images or no anchor position (A * H * W = 0) the CPU plugin raises (a Convert "
+               "of rois_num cannot get static dims); the dialect outputs no rois and a count of 0 per image.",
+               _no_proposals, Case("example", (_EMPTY.inputs[0][:0], _EMPTY.inputs[1], _EMPTY.inputs[2][:0],
+                                               _EMPTY.inputs[3][:0]), _EMPTY.attributes)),
+)
 
 
 UNIT = DialectUnit(
@@ -161,7 +182,7 @@ UNIT = DialectUnit(
     lowering=Absent("greedy NMS with the +1 pixel and per-image top-n has no exact standard ONNX equivalent"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision's RPN is not exported through the dialect"),
-    divergences=Absent("no divergence of OpenVINO's CPU plugin found on the generated cases"),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked"),
     pyop_outputs=lambda inputs: (inputs[0], inputs[0], np.dtype(np.int64)),
     pyop_casts=_pyop_casts,
