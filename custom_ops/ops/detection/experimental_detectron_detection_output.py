@@ -183,7 +183,8 @@ def cases(rng: np.random.Generator) -> list:
              "max_delta_log_wh": float(r.choice([0.5, 4.135166645050049])), "num_classes": classes,
              "post_nms_count": int(r.integers(1, count + 2)),
              "max_detections_per_image": int(r.integers(1, count + 3)),
-             "class_agnostic_box_regression": int(index % 3 == 2), "deltas_weights": [[10.0, 10.0, 5.0, 5.0], [1.0, 2.0, 1.0, 0.5]][index % 2]}
+             "class_agnostic_box_regression": int(index % 3 == 2),
+             "deltas_weights": [[10.0, 10.0, 5.0, 5.0], [1.0, 2.0, 1.0, 0.5]][index % 2]}
         if index % 5 == 1:
             info[0, :2] = 24                            # boxes past the image: the corners are not clipped
         out.append(Case(f"detections_{np.dtype(dtype).name}_{index}", (rois, deltas, scores, info), a))

@@ -50,6 +50,8 @@ def validate(im_info, anchors, deltas, scores, attributes):
     if anc.shape != (height * width * count, 4):
         raise OpError(OP, "input 'anchors'", "must have shape [H * W * A, 4]", value=anc.shape,
                       allowed=(height * width * count, 4))
+    if np.isnan(scr).any():   # the reference's sort leaves their order undefined
+        raise OpError(OP, "input 'scores'", "must not hold NaN", value="nan")
     for name in ("pre_nms_count", "post_nms_count"):
         if int(attributes[name]) < 0:
             raise OpError(OP, f"attribute '{name}'", "must not be negative", value=attributes[name], allowed=">= 0")
@@ -197,6 +199,8 @@ def bad_cases() -> list:
         (Case("deltas_shape", (info, anchors, deltas[:4], scores), a), "[4A, H, W]"),
         (Case("scores_rank", (info, anchors, deltas, scores[0]), a), "[A, H, W]"),
         (Case("scores_type", (info, anchors, deltas, scores.astype(np.float16)), a), "element type"),
+        (Case("nan_score", (info, anchors, deltas, np.where(scores == scores.max(), np.nan, scores).astype(F32)), a),
+         "NaN"),
         (Case("negative_post", (info, anchors, deltas, scores), {**a, "post_nms_count": -1}), "post_nms_count"),
     ]
 
@@ -239,7 +243,8 @@ UNIT = DialectUnit(
                     AttributeMap("post_nms_count", "int"), AttributeMap("pre_nms_count", "int")),
         output_shapes=lambda i, a: [(int(a["post_nms_count"]), 4), (int(a["post_nms_count"]),)]),
     cases=cases, bad_cases=bad_cases,
-    lowering=Absent("ONNX NonMaxSuppression has no strict IoU > threshold with the overlap test, nor the top-n order; not written"),
+    lowering=Absent("ONNX NonMaxSuppression has no strict IoU > threshold with the overlap test, nor the top-n "
+                    "order; not written"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch has no such op"),
     divergences=DIVERGENCES,

@@ -44,6 +44,8 @@ def validate(im_info, anchors, deltas, scores, a):
     if anc.shape != (height, width, count, 4):
         raise OpError(OP, "input 'anchors'", "must have shape [H, W, A, 4]", value=anc.shape,
                       allowed=(height, width, count, 4))
+    if np.isnan(scr).any():   # the reference's sort leaves their order undefined
+        raise OpError(OP, "input 'scores'", "must not hold NaN", value="nan")
     for name in ("pre_nms_count", "post_nms_count"):   # OpenVINO's node validation refuses 0
         if int(a[name]) < 1:
             raise OpError(OP, f"attribute '{name}'", "must be positive", value=a[name], allowed=">= 1")
@@ -141,6 +143,8 @@ def bad_cases() -> list:
         (Case("deltas_shape", (info, anchors, deltas[:, :4], scores), a), "[N, 4A, H, W]"),
         (Case("scores_rank", (info, anchors, deltas, scores[0]), a), "[N, A, H, W]"),
         (Case("scores_type", (info, anchors, deltas, scores.astype(np.float16)), a), "element type"),
+        (Case("nan_score", (info, anchors, deltas, np.where(scores == scores.max(), np.nan, scores).astype(F32)), a),
+         "NaN"),
         (Case("zero_post", (info, anchors, deltas, scores), {**a, "post_nms_count": 0}), "post_nms_count"),
         (Case("nms_eta", (info, anchors, deltas, scores), {**a, "nms_eta": 0.5}), "nms_eta"),
     ]
