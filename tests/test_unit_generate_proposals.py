@@ -26,8 +26,8 @@ def test_kernel_matches_openvino_on_many_cases():
 
 
 @pytest.mark.parametrize("case", [next(c for c in CASES if c.attributes["roi_num_type"] == kind
-                                       and c.inputs[0].shape[0] > 1) for kind in ("i32", "i64")],
-                         ids=lambda c: c.id)
+                                       and c.inputs[0].shape[0] > 1) for kind in ("i32", "i64")]
+                         + [check.first_of_type(UNIT, np.float16)], ids=lambda c: c.id)
 def test_import_session_export_backend(case, tmp_path):
     check.check_import_and_session(UNIT, case)
     check.check_export(UNIT, case, tmp_path)

@@ -24,6 +24,12 @@ def cases(unit, seed: int = 0):
     return unit.cases(np.random.default_rng(seed))
 
 
+def first_of_type(unit, dtype, seeds: int = 3):
+    """The first generated case (seeds 0, 1, ...) whose first input is of `dtype`."""
+    return next(case for seed in range(seeds) for case in cases(unit, seed)
+                if np.asarray(case.inputs[0]).dtype == np.dtype(dtype))
+
+
 def input_names(unit, case) -> list[str]:
     return [port.name for port, value in zip(unit.newest.inputs, case.inputs) if value is not None]
 
