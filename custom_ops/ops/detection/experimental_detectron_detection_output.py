@@ -25,6 +25,7 @@ from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, Di
                              Port)
 
 from ._common import flag, native
+from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "ExperimentalDetectronDetectionOutput"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -91,8 +92,16 @@ def muladd(a, b, c):
 
 
 def _exp(x):
+    """exp of f32, correctly rounded (the contract; see the expf divergence)."""
     with np.errstate(over="ignore"):
         return np.exp(x.astype(np.float64)).astype(F32)
+
+
+def _log_size_deltas(inputs, attributes) -> np.ndarray:
+    """The arguments of exp: d log w, d log h of every class divided by their weights, capped."""
+    deltas = np.asarray(inputs["deltas"], F32)
+    parts = deltas.reshape(deltas.shape[0], deltas.shape[1] // 4, 4)[..., 2:] / np.asarray(attributes["deltas_weights"], F32)[2:]
+    return np.minimum(parts, F32(attributes["max_delta_log_wh"]))
 
 
 def overlaps(boxes, areas, i: int, kept: np.ndarray) -> np.ndarray:
@@ -211,6 +220,11 @@ def bad_cases() -> list:
 
 _EXAMPLE = _example()
 DIVERGENCES = (
+    expf_divergence("eddetectionoutput",
+                    (np.array([[3, 0, 13, 8]], F32), np.array([[0, 0, 0, 0, 0.03864474, 0, EXPF_LOW, 0]], F32),
+                     np.array([[0.1, 0.9]], F32), np.array([[24, 32, 1]], F32)),
+                    {**_EXAMPLE.attributes, "deltas_weights": [1.0, 1.0, 1.0, 1.0], "max_detections_per_image": 1},
+                    _log_size_deltas),
     Divergence("ov-eddetectionoutput-no-rois-uninitialised", "openvino-cpu", "nondeterministic",
                "no rois: outputs uninitialised",
                "With R = 0 boxes the CPU plugin leaves the outputs uninitialised (whatever the buffer held); the "

@@ -17,7 +17,8 @@ from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, Di
                              Port)
 
 from ._common import flag, native
-from .experimental_detectron_generate_proposals_single_image import F32, make_inputs, nms, refine_anchors
+from .experimental_detectron_generate_proposals_single_image import (EXPF_LOW, F32, expf_divergence, make_inputs, nms,
+                                                                     refine_anchors)
 
 OP = "GenerateProposals"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -156,6 +157,11 @@ def _no_proposals(inputs, attributes) -> bool:
 
 _EMPTY = _example()
 DIVERGENCES = (
+    expf_divergence("generateproposals",
+                    (np.array([[24, 32, 1]], F32), np.array([3, 0, 13, 8], F32).reshape(1, 1, 1, 4),
+                     np.array([0.03864474, 0.0, EXPF_LOW, 0.0], F32).reshape(1, 4, 1, 1),
+                     np.full((1, 1, 1, 1), 0.9, F32)),
+                    {"min_size": 0.0, "nms_threshold": 0.7, "pre_nms_count": 1, "post_nms_count": 1, "normalized": 0}),
     Divergence("ov-generateproposals-empty-rejected", "openvino-cpu", "rejects", "no image or no anchor rejected",
                "With a batch of 0 images or no anchor position (A * H * W = 0) the CPU plugin raises (a Convert "
                "of rois_num cannot get static dims); the dialect outputs no rois and a count of 0 per image.",
