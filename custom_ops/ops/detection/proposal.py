@@ -3,7 +3,7 @@
 OpenVINO's CPU plugin crashes the process (SIGSEGV) when fewer than 8 proposals enter its NMS (measured:
 min(pre_nms_topn, A * H * W) of 3 to 6), so the differential tests run it in a subprocess on cases with
 at least 8. It fuses the centre update (muladd) into one rounding: with that swapped in, the kernel
-equals it bit for bit on the generated cases, but for the last bit of an exp glibc's expf rounds low (declared:
+equals it bit for bit on the generated cases, except where glibc's expf rounds an exp one ulp low (declared:
 ov-proposal-expf-last-bit; 2 of 115 further measured cases).
 
 Proposal-1 computes the same rois and has no probs output: it imports as this op with its first output only
