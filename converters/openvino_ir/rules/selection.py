@@ -1,4 +1,4 @@
-"""Selection: TopK, CumSum, ROIAlign, NonMaxSuppression (soft NMS-9 as the dialect unit).
+"""Selection: TopK, CumSum, ROIAlign, NonMaxSuppression (soft NMS as the dialect unit).
 
 TopK: ONNX TopK returns values in value order, ties broken by the lower index (onnxruntime does this too);
 OpenVINO sort="index" orders the k selected elements by index instead, which a second TopK over the
@@ -98,28 +98,26 @@ def _optional_scalar(ctx, node, index: int, default, dtype, hint: str) -> str:
             "box_encoding center is center_point_box=1; absent inputs take OpenVINO's defaults (0). "
             "OpenVINO suppresses at IoU >= iou_threshold, ONNX at IoU > it: the threshold becomes the f32 "
             "just below (at <= 0: one box per class, as OpenVINO then suppresses even disjoint boxes). "
+            "NMS-5/9 with soft_nms_sigma other than a Constant 0 or a computed iou_threshold: NonMaxSuppression "
+            "(org.openvinotoolkit), OpenVINO's soft NMS (gaussian score decay; NMS-5 with soft_iou_suppression=1). "
             "NMS-1/3/4 select and order alike (one output): the selected rows only, as OpenVINO's CPU plugin "
             "gives them also where the spec pads with -1 rows and its shape inference says more (or, for "
             "NMS-1/3, fewer) rows",
-      refuses=("NMS-1/3/4/5 with a computed iou_threshold, and NMS-9 with one and fewer than 6 inputs: the >= "
-               "to > conversion needs its value",
-               "NMS-5 with soft_nms_sigma other than a Constant 0: ONNX NonMaxSuppression has no soft NMS, and "
-               "NMS-5's reference also hard-suppresses at IoU >= iou_threshold in soft mode where OpenVINO's CPU "
-               "plugin (and the NonMaxSuppression dialect op, NMS-9's semantics) do not",
+      refuses=("a computed iou_threshold with fewer than 6 inputs (NMS-1/3/4, NMS-5/9 without soft_nms_sigma): "
+               "the >= to > conversion needs its value",
                "boxes other than f32: ONNX NonMaxSuppression takes float only"))
 def non_max_suppression(ctx, node):
     attributes = node.get_attributes()
     if ctx.elem(node, 0) != TensorProto.FLOAT or ctx.elem(node, 1) != TensorProto.FLOAT:
         raise Unsupported("boxes and scores must be f32 (ONNX NonMaxSuppression takes float only)")
-    nms9 = node.get_type_info().version_id == "opset9"
     if node.get_input_size() > 5:
         sigma = ctx.const_value(node, 5)
-        standard = sigma is not None and not sigma.any() and ctx.const_value(node, 3) is not None
-        if not standard and nms9:      # soft NMS or computed thresholds: the dialect op
-            return import_as_unit(ctx, node, "NonMaxSuppression")
-        if sigma is None or sigma.any():
-            raise Unsupported("NMS-5 soft_nms_sigma must be a Constant 0 (ONNX has no soft NMS; NMS-5's reference "
-                              "hard-suppresses in soft mode, OpenVINO's CPU plugin does not)")
+        if sigma is None or sigma.any() or ctx.const_value(node, 3) is None:
+            # soft NMS or computed thresholds: the dialect op (NMS-5's soft NMS also suppresses by IoU)
+            import_as_unit(ctx, node, "NonMaxSuppression")
+            if node.get_type_info().version_id == "opset5":
+                next(a for a in ctx.nodes[-1].attribute if a.name == "soft_iou_suppression").i = 1
+            return
     scores = ctx.inp(node, 1)
     max_boxes = ctx.emit("Reshape", [_optional_scalar(ctx, node, 2, 0, TensorProto.INT64, "max_boxes"),
                                      ctx.const(np.array([1], np.int64), "one")])

@@ -1,4 +1,4 @@
-"""NonMaxSuppression-9 (OpenVINO) for the configurations standard ONNX NonMaxSuppression does not match: soft
+"""NonMaxSuppression-9 and -5 (OpenVINO) for the configurations standard ONNX NonMaxSuppression does not match: soft
 NMS (soft_nms_sigma other than 0) and thresholds that are not constants (the IR rule
 converters/openvino_ir/rules/selection.py keeps ONNX NonMaxSuppression for a constant sigma 0 and constant
 iou_threshold, and imports the others as this op).
@@ -12,7 +12,9 @@ at most min(max_output_boxes_per_class, M) kept.
 - sigma > 0 (sigma < 0 decays nothing): a priority queue by score (ties: lower box index); the top
   candidate's score is multiplied by exp((-0.5 / sigma) * iou * iou) (f32) for each box kept since it was
   last looked at, newest first, and dropped once <= score_threshold; unchanged it is kept, changed it goes
-  back into the queue. iou_threshold takes no part (the decay alone suppresses).
+  back into the queue. iou_threshold takes no part (the decay alone suppresses), unless
+  soft_iou_suppression = 1 (NMS-5's reference and specification, set by the import for NMS-5): then a weight
+  is 0 where iou > iou_threshold and a candidate whose IoU with a kept box is >= iou_threshold is dropped.
 IoU in f32: areas <= 0 give 0. Results in image, class, selection order, or with sort_result_descending by
 score descending (ties: image, class, box). Outputs selected_indices [K, 3] (image, class, box) of
 output_type, selected_scores [K, 3] (image, class, score; f32), valid_outputs [1] = K.
@@ -68,7 +70,7 @@ def _hard(boxes, scores, limit, iou_t, score_t) -> list:
     return [(i, scores[i]) for i in kept]
 
 
-def _soft(boxes, scores, limit, score_t, scale) -> list:
+def _soft(boxes, scores, limit, score_t, scale, iou_t=None) -> list:
     # heap entries: (-score, box index, suppress_begin_index); the top is the highest score, lowest index
     queue = [(-float(scores[i]), int(i), 0) for i in np.flatnonzero(scores > score_t)]
     heapq.heapify(queue)
@@ -79,7 +81,11 @@ def _soft(boxes, scores, limit, score_t, scale) -> list:
         suppressed = False
         for j in range(len(kept) - 1, begin - 1, -1):
             iou = _iou(boxes[i], boxes[kept[j][0]])
-            score = F(score * F(math.exp(float(scale * iou * iou))))   # std::exp on f32, correctly rounded
+            weight = F(math.exp(float(scale * iou * iou)))              # std::exp on f32, correctly rounded
+            score = F(score * (weight if iou_t is None or iou <= iou_t else F(0)))
+            if iou_t is not None and iou >= iou_t:                       # NMS-5: hard suppression
+                suppressed = True
+                break
             if score <= score_t:
                 suppressed = True
                 break
@@ -93,7 +99,7 @@ def _soft(boxes, scores, limit, score_t, scale) -> list:
 
 
 def non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, soft_nms_sigma,
-                        box_encoding="corner", sort_result_descending=1, output_type="i64"):
+                        box_encoding="corner", sort_result_descending=1, output_type="i64", soft_iou_suppression=0):
     boxes, scores = check.as_array(OP, "boxes", boxes), check.as_array(OP, "scores", scores)
     for name, array in (("boxes", boxes), ("scores", scores)):
         check.data_type(OP, name, array, (np.dtype(np.float32),))
@@ -112,6 +118,7 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold
     encoding = check.choice(OP, "box_encoding", box_encoding, ENCODINGS)
     output_type = check.choice(OP, "output_type", output_type, ("i64", "i32"))
     descending = check.flag(OP, "sort_result_descending", sort_result_descending)
+    by_iou = check.flag(OP, "soft_iou_suppression", soft_iou_suppression)
     limit = min(max(int(scalars["max_output_boxes_per_class"]), 0), boxes.shape[1])
     iou_t, score_t, sigma = (F(scalars[k]) for k in ("iou_threshold", "score_threshold", "soft_nms_sigma"))
     if not np.isfinite(boxes).all():
@@ -127,7 +134,7 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold
             if sigma == 0:
                 kept = _hard(corners[n], scores[n, c], limit, iou_t, score_t)
             else:
-                kept = _soft(corners[n], scores[n, c], limit, score_t, scale)
+                kept = _soft(corners[n], scores[n, c], limit, score_t, scale, iou_t if by_iou else None)
             kept_all += [(n, c, i, s) for i, s in kept]
     if descending and kept_all:
         n_, c_, i_, s_ = (np.array(v) for v in zip(*kept_all))
@@ -139,9 +146,9 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold
 
 
 def _kernel_v9(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, soft_nms_sigma, *,
-               box_encoding, sort_result_descending, output_type):
+               box_encoding, sort_result_descending, output_type, soft_iou_suppression):
     return non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
-                               soft_nms_sigma, box_encoding, sort_result_descending, output_type)
+                               soft_nms_sigma, box_encoding, sort_result_descending, output_type, soft_iou_suppression)
 
 
 def cases(rng: np.random.Generator) -> list:
@@ -168,7 +175,8 @@ def cases(rng: np.random.Generator) -> list:
                   np.array(float(r.choice([0.0, 0.2, 0.45])), np.float32), np.array(sigma, np.float32))
         out.append(Case(f"nms_soft_{encoding}_{index}", inputs, {"box_encoding": encoding,
                                                                "sort_result_descending": int(index % 3 != 1),
-                                                               "output_type": ("i64", "i32")[index % 4 // 2]}))
+                                                               "output_type": ("i64", "i32")[index % 4 // 2],
+                                                               "soft_iou_suppression": int(index % 5 == 3)}))
     return out
 
 
@@ -185,28 +193,42 @@ def bad_cases() -> list:
     ]
 
 
-def _decays(inputs: dict, attributes: dict) -> bool:
-    """Soft NMS where some decay weight is not 1: two candidates of one image and class overlap."""
-    sigma = float(np.asarray(inputs["soft_nms_sigma"]).reshape(-1)[0])
-    if not sigma > 0:
-        return False
+def _overlaps(inputs: dict, attributes: dict, at_least: float) -> bool:
+    """Two candidates (score > score_threshold) of one image and class have an IoU > 0 / >= at_least."""
     score_t = F(np.asarray(inputs["score_threshold"]).reshape(-1)[0])
     corners = _corners(np.asarray(inputs["boxes"], F), attributes["box_encoding"])
     scores = np.asarray(inputs["scores"], F)
     for n in range(scores.shape[0]):
         for c in range(scores.shape[1]):
             alive = np.flatnonzero(scores[n, c] > score_t)
-            if any(_iou(corners[n, i], corners[n, j]) > 0 for k, i in enumerate(alive) for j in alive[k + 1:]):
-                return True
+            for k, i in enumerate(alive):
+                for j in alive[k + 1:]:
+                    iou = _iou(corners[n, i], corners[n, j])
+                    if (iou >= at_least) if at_least > 0 else (iou > 0):
+                        return True
     return False
 
 
-def _example() -> Case:
+def _soft_iou_suppressed(inputs: dict, attributes: dict) -> bool:
+    """NMS-5 soft NMS where some candidate's IoU with another reaches iou_threshold."""
+    sigma = float(np.asarray(inputs["soft_nms_sigma"]).reshape(-1)[0])
+    if not (sigma > 0 and attributes["soft_iou_suppression"]):
+        return False
+    return _overlaps(inputs, attributes, float(np.asarray(inputs["iou_threshold"], F).reshape(-1)[0]) or -1.0)
+
+
+def _decays(inputs: dict, attributes: dict) -> bool:
+    """Soft NMS where some decay weight is not 1: two candidates of one image and class overlap."""
+    sigma = float(np.asarray(inputs["soft_nms_sigma"]).reshape(-1)[0])
+    return sigma > 0 and _overlaps(inputs, attributes, 0.0)
+
+
+def _example(**attributes) -> Case:
     boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 0.3, 1, 1.3], [0, 0.2, 1, 1.2], [0, 0.5, 1, 1.5]]], F)
     scores = np.array([[[0.9, 0.8, 0.7, 0.6, 0.5]]], F)
     return Case("example", (boxes, scores, np.array(5, np.int64), np.array(0.5, F), np.array(0.0, F),
                             np.array(0.3, F)), {"box_encoding": "corner", "sort_result_descending": 1,
-                                                "output_type": "i64"})
+                                                "output_type": "i64", **attributes})
 
 
 DIVERGENCES = (
@@ -218,6 +240,11 @@ DIVERGENCES = (
                "bits, and so can the order or selection of candidates whose decayed scores (almost) tie or sit at "
                "score_threshold.",
                _decays, _example()),
+    Divergence("ov-nms5-soft-no-iou-suppression", "openvino-cpu", "value", "NMS-5 soft NMS ignores iou_threshold",
+               "NMS-5 with soft_nms_sigma > 0 (soft_iou_suppression 1): its specification and reference zero the "
+               "weight above iou_threshold and drop a candidate at IoU >= iou_threshold; the CPU plugin runs NMS-5 "
+               "as NMS-9 (decay only), so it keeps such candidates with decayed scores.",
+               _soft_iou_suppressed, _example(soft_iou_suppression=1)),
 )
 
 
@@ -236,6 +263,13 @@ def _infer(ctx) -> None:
     ctx.set_output_type(2, helper.make_tensor_type_proto(code, [1]))
 
 
+def _factory(ov, inputs, attributes):
+    """NMS-5 for soft_iou_suppression 1, else NMS-9."""
+    attributes = dict(attributes)
+    opset = "opset5" if attributes.pop("soft_iou_suppression", False) else "opset9"
+    return nms_factory(opset, "NonMaxSuppression")(ov, inputs, attributes)
+
+
 _INDEX = (np.dtype(np.int32), np.dtype(np.int64))
 UNIT = DialectUnit(
     op_type=OP, family="detection",
@@ -244,13 +278,16 @@ UNIT = DialectUnit(
                   (Port("selected_indices", "O"), Port("selected_scores", "T"), Port("valid_outputs", "O")),
                   (Attribute("box_encoding", "string", "corner", ENCODINGS),
                    Attribute("sort_result_descending", "int", 1, (0, 1)),
-                   Attribute("output_type", "string", "i64", ("i64", "i32"))),
+                   Attribute("output_type", "string", "i64", ("i64", "i32")),
+                   Attribute("soft_iou_suppression", "int", 0, (0, 1))),
                   {"T": (np.dtype(np.float32),), "I": _INDEX, "O": (np.dtype(np.int64), np.dtype(np.int32))},
                   _kernel_v9, doc="NMS per image and class, hard or soft (gaussian score decay).", infer=_infer),),
     openvino=OpenVINO(
-        "NonMaxSuppression", versions=(9,), factory=nms_factory("opset9", "NonMaxSuppression"), import_rule=False,
+        "NonMaxSuppression", versions=(5, 9), factory=_factory, import_rule=False,
         attributes=(AttributeMap("box_encoding", "lower"), AttributeMap("sort_result_descending", "bool"),
-                    AttributeMap("output_type", "lower")),
+                    AttributeMap("output_type", "lower"), AttributeMap("soft_iou_suppression", "bool")),
+        notes="soft_iou_suppression is no OpenVINO attribute: 1 stands for NMS-5 (the import sets it, the export "
+              "writes NMS-5)",
         output_shapes=lambda i, a: [None, None, (1,)]),
     cases=cases, bad_cases=bad_cases,
     lowering=Absent("ONNX NonMaxSuppression is the lowering where exact (the IR rule picks it); it has no soft NMS"),
