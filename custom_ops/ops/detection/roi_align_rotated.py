@@ -51,6 +51,9 @@ def _validate(data, rois, batch_indices, pooled_h, pooled_w, sampling_ratio):
         raise OpError(OP, "attribute 'sampling_ratio'", "must not be negative", value=int(sampling_ratio))
     if not np.isfinite(rois).all():
         raise OpError(OP, "input 'rois'", "must be finite", value="inf/nan")
+    if rois.shape[0] and 0 in data.shape[2:]:
+        raise OpError(OP, "input 'input'", "an empty feature map has nothing to sample", value=data.shape,
+                      allowed="H, W >= 1")
     return data, rois, indices.astype(np.int64)
 
 
@@ -112,7 +115,7 @@ def roi_align_rotated(data, rois, batch_indices, pooled_h, pooled_w, sampling_ra
         fmap = data[indices[r]]                                   # [C, H, W]
         value = (weights[0] * fmap[:, yl, xl] + weights[1] * fmap[:, yl, xh] + weights[2] * fmap[:, yh, xl]
                  + weights[3] * fmap[:, yh, xh])                  # [C, ph, pw, count_y, count_x]
-        value = value.reshape(channels, ph, pw, -1)
+        value = value.reshape(channels, ph, pw, count_y * count_x)
         count = np.uint64(count_x) * np.uint64(count_y)
         acc = np.zeros((channels, ph, pw), data.dtype)
         for k in range(value.shape[-1]):                          # the reference's sample order
@@ -170,6 +173,7 @@ def bad_cases() -> list:
         (Case("negative_ratio", (data, rois, one), dict(a, sampling_ratio=-1)), "sampling_ratio"),
         (Case("negative_width", (data, np.asarray([[2, 2, -3, 2, 0]], np.float32), one), a), "negative width"),
         (Case("mixed_types", (data, rois.astype(np.float64), one), a), "element type"),
+        (Case("empty_map", (data[:, :, :0], rois, one), a), "empty feature map"),
     ]
 
 
