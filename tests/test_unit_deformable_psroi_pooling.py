@@ -82,3 +82,20 @@ def test_negative_batch_id_skips_the_roi():
     with pytest.raises(OpError, match="below -1"):
         UNIT.openvino.refuse({"input": data, "coords": rois - np.asarray([[1, 0, 0, 0, 0]], np.float32),
                               "offsets": None}, example.attributes)
+
+
+def test_f64_is_computed_in_f64():
+    """float64 interpolates in float64 (the geometry in f32, as the reference); the CPU plugin computes it in
+    float32 (declared)."""
+    divergence = DIVERGENCE["ov-deformablepsroi-f64-in-f32"]
+    differing = 0
+    for case in CASES[:6]:
+        data, rois, offsets = case.inputs
+        wide = Case(case.id, (data.astype(np.float64) / 3, rois.astype(np.float64),
+                              None if offsets is None else offsets.astype(np.float64)), case.attributes)
+        assert divergence.predicate(_by_port(wide), UNIT.newest.attribute_values(case.attributes))
+        got, want = check.kernel_outputs(UNIT, wide)[0], check.openvino_outputs(UNIT, wide)[0]
+        assert got.dtype == want.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        differing += not np.array_equal(got, want)
+    assert differing

@@ -64,3 +64,20 @@ def test_rotation_direction_and_axis_aligned_box():
         turns[clockwise] = check.kernel_outputs(UNIT, case)[0]
     np.testing.assert_allclose(turns[0], turns[1][:, :, ::-1, ::-1], atol=1e-5)
     assert not np.allclose(turns[0], turns[1])
+
+
+def test_f64_is_computed_in_f64():
+    """float64 follows the reference in float64 (positions in f32); the CPU plugin computes it in float32
+    (declared): close, and equal to the kernel on the f32 copy within f32 rounding."""
+    divergence = next(d for d in UNIT.divergences if d.id == "ov-roialignrotated-f64-in-f32")
+    differing = 0
+    for case in CASES[:6]:
+        data, rois, indices = case.inputs
+        wide = Case(case.id, (data.astype(np.float64), rois.astype(np.float64), indices), case.attributes)
+        assert divergence.predicate({"input": wide.inputs[0]}, case.attributes)
+        got, want = check.kernel_outputs(UNIT, wide)[0], check.openvino_outputs(UNIT, wide)[0]
+        assert got.dtype == want.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, check.kernel_outputs(UNIT, case)[0], rtol=1e-5, atol=1e-5)
+        differing += not np.array_equal(got, want)
+    assert differing

@@ -231,6 +231,13 @@ DIVERGENCES = (
                "The CPU plugin ends the ROI list at the first batch id -1 (every later ROI is 0); the reference skips "
                "just the ROIs with a negative batch id.",
                _after_minus_one, _example([[-1, 0, 0, 1, 1], [0, 0, 0, 1, 1]], data=np.ones((1, 8, 2, 2), np.float32))),
+    Divergence("ov-deformablepsroi-f64-in-f32", "openvino-cpu", "value", "float64 computed in float32",
+               "The reference interpolates and averages float64 in float64 (the geometry in f32); the CPU plugin "
+               "computes float64 inputs in float32 and widens the result.",
+               lambda inputs, attributes: np.asarray(inputs["input"]).dtype == np.float64,
+               Case("example", (np.arange(32, dtype=np.float64).reshape(1, 8, 2, 2) / 3,
+                                np.asarray([[0, 0, 0, 1, 1]], np.float64), None),
+                    {"output_dim": 2, "spatial_scale": 1.0, "group_size": 2, "spatial_bins_x": 2})),
 )
 
 

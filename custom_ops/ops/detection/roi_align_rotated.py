@@ -15,7 +15,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import flag, output_type
 
@@ -177,6 +177,20 @@ def bad_cases() -> list:
     ]
 
 
+def _f64_example() -> Case:
+    data = (np.arange(16, dtype=np.float64).reshape(1, 1, 4, 4) / 3)
+    return Case("example", (data, np.asarray([[2, 2, 2, 2, 0.5]], np.float64), np.zeros(1, np.int32)),
+                {"pooled_h": 2, "pooled_w": 2, "sampling_ratio": 2, "spatial_scale": 1.0, "clockwise_mode": 0})
+
+
+DIVERGENCES = (
+    Divergence("ov-roialignrotated-f64-in-f32", "openvino-cpu", "value", "float64 computed in float32",
+               "The reference computes float64 in float64 (sample positions rounded to f32); the CPU plugin "
+               "computes float64 inputs in float32 and widens the result.",
+               lambda inputs, attributes: np.asarray(inputs["input"]).dtype == np.float64, _f64_example()),
+)
+
+
 def _factory(ov, inputs, a):
     from openvino import opset15
     return opset15.roi_align_rotated(inputs[0], inputs[1], inputs[2], a["pooled_h"], a["pooled_w"],
@@ -198,13 +212,13 @@ UNIT = DialectUnit(
         attributes=(AttributeMap("pooled_h", "int"), AttributeMap("pooled_w", "int"),
                     AttributeMap("sampling_ratio", "int"), AttributeMap("spatial_scale", "float"),
                     AttributeMap("clockwise_mode", "bool")),
-        notes="the CPU plugin runs OpenVINO's reference: equal bit for bit",
+        notes="the CPU plugin runs OpenVINO's reference: equal bit for bit in f32",
         output_shapes=lambda i, a: [(np.shape(i["rois"])[0], np.shape(i["input"])[1], a["pooled_h"],
                                      a["pooled_w"])]),
     cases=cases, bad_cases=bad_cases,
     lowering=Absent("no standard ONNX op samples rotated boxes; not written"),
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("no torch adapter (detectron2's ROIAlignRotated is not exported through the dialect)"),
-    divergences=Absent("none measured: the CPU plugin runs the reference"),
+    divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked"),
 )
