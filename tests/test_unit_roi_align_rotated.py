@@ -32,7 +32,7 @@ def test_kernel_matches_openvino_on_many_cases():
     assert count >= 100
 
 
-@pytest.mark.parametrize("case", CASES[:3], ids=lambda c: c.id)
+@pytest.mark.parametrize("case", [CASES[0], CASES[4], CASES[9]], ids=lambda c: c.id)
 def test_import_session_export(case, tmp_path):
     check.check_import_and_session(UNIT, case)
     check.check_export(UNIT, case, tmp_path)
