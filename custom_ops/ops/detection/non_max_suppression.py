@@ -58,6 +58,17 @@ def _iou(a: np.ndarray, b: np.ndarray) -> F:
     return F(inter / (area_a + area_b - inter))
 
 
+def _ious(box: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """_iou(box, other) for each of `others` [K, 4], elementwise in f32 (the same roundings)."""
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    areas = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
+    inter = (np.maximum(np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]), F(0))
+             * np.maximum(np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]), F(0)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area + areas - inter)
+    return np.where((area <= 0) | (areas <= 0), F(0), iou).astype(F)
+
+
 def _hard(boxes, scores, limit, iou_t, score_t) -> list:
     candidates = np.flatnonzero(scores > score_t)
     order = candidates[np.lexsort((candidates, -scores[candidates].astype(np.float64)))]
@@ -65,7 +76,7 @@ def _hard(boxes, scores, limit, iou_t, score_t) -> list:
     for i in order:
         if len(kept) >= limit:
             break
-        if not any(_iou(boxes[i], boxes[j]) >= iou_t for j in kept):
+        if not kept or not (_ious(boxes[i], boxes[kept]) >= iou_t).any():
             kept.append(int(i))
     return [(i, scores[i]) for i in kept]
 
@@ -79,8 +90,8 @@ def _soft(boxes, scores, limit, score_t, scale, iou_t=None) -> list:
         neg, i, begin = heapq.heappop(queue)
         score = original = F(-neg)
         suppressed = False
-        for j in range(len(kept) - 1, begin - 1, -1):
-            iou = _iou(boxes[i], boxes[kept[j][0]])
+        ious = _ious(boxes[i], boxes[[k for k, _ in kept[begin:]]]) if len(kept) > begin else ()
+        for iou in ious[::-1]:                                           # newest kept box first
             weight = F(math.exp(float(scale * iou * iou)))              # std::exp on f32, correctly rounded
             score = F(score * (weight if iou_t is None or iou <= iou_t else F(0)))
             if iou_t is not None and iou >= iou_t:                       # NMS-5: hard suppression
