@@ -81,3 +81,17 @@ def test_f64_is_computed_in_f64():
         np.testing.assert_allclose(got, check.kernel_outputs(UNIT, case)[0], rtol=1e-5, atol=1e-5)
         differing += not np.array_equal(got, want)
     assert differing
+
+
+def test_negative_and_zero_extents():
+    """A negative width samples the mirrored box (sampling_ratio > 0), as the reference does; a zero extent
+    with sampling_ratio 0 has no samples: 0."""
+    data = np.arange(2 * 36, dtype=np.float32).reshape(1, 2, 6, 6)
+    one = np.zeros(1, np.int64)
+    base = {"pooled_h": 2, "pooled_w": 2, "spatial_scale": 1.0, "clockwise_mode": 1}
+    mirrored = Case("mirrored", (data, np.asarray([[3, 3, -4, 2, 0.5]], np.float32), one),
+                    dict(base, sampling_ratio=2))
+    check.check_kernel_against_openvino(UNIT, mirrored)
+    empty = Case("empty", (data, np.asarray([[3, 3, 0, 2, 0.5]], np.float32), one), dict(base, sampling_ratio=0))
+    check.check_kernel_against_openvino(UNIT, empty)
+    np.testing.assert_array_equal(check.kernel_outputs(UNIT, empty)[0], 0)
