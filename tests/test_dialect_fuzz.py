@@ -18,7 +18,8 @@ from tests.helpers import units as check
 
 OPS = ("PriorBox", "PriorBoxClustered", "DetectionOutput", "ROIPooling", "PSROIPooling", "CTCGreedyDecoder",
        "CTCGreedyDecoderSeqLen", "Proposal", "Inverse", "DeformableConvolution",
-       "MulticlassNms", "MatrixNms", "CTCLoss", "NMSRotated")
+       "MulticlassNms", "MatrixNms", "CTCLoss", "NMSRotated", "ROIAlignRotated", "DeformablePSROIPooling",
+       "NonMaxSuppression")
 SPECIAL = (np.nan, np.inf, -np.inf, -1.0, -7.5, 300.0, 0.5, 0.0)
 
 

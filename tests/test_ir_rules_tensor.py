@@ -459,11 +459,11 @@ REFUSALS = [
     # ROIAlign mode max / aligned_mode half_pixel*: imported as the dialect op (tests/test_unit_roi_align.py)
     ("pad-symmetric-computed", _pad(12, None, None, "symmetric", computed=True),
      {"x": [2, 3], "b": ([2], "i64"), "e": ([2], "i64")}, "pad_mode='symmetric' with computed pads"),
-    ("nms-computed-iou", _nms(), {"b": [1, 3, 4], "s": [1, 1, 3], "i": ([], "f32")},
+    # with soft_nms_sigma (6 inputs) a computed iou_threshold imports as the dialect op
+    ("nms-computed-iou", lambda p: [opset5.non_max_suppression(p["b"], p["s"], C(3, np.int64), p["i"])],
+     {"b": [1, 3, 4], "s": [1, 1, 3], "i": ([], "f32")},
      "iou_threshold must be a Constant"),
-    ("nms-soft", lambda p: [opset9.non_max_suppression(p["b"], p["s"], C(3, np.int64), C(0.5, np.float32),
-                                                       C(0.0, np.float32), C(0.5, np.float32))],
-     {"b": [1, 3, 4], "s": [1, 1, 3]}, "soft_nms_sigma"),
+    # NMS-5/9 soft: imported as the dialect op (tests/test_unit_non_max_suppression.py)
     ("depth-to-space-5d", lambda p: [opset1.depth_to_space(p["x"], "blocks_first", 2)], {"x": [1, 8, 2, 2, 2]},
      "only 4-D"),
     ("roll-computed-shift", lambda p: [opset7.roll(p["x"], p["s"], C([0], np.int64))],

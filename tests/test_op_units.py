@@ -32,7 +32,8 @@ NOT_YET_OP_AGNOSTIC = {
     "onnx_bridge/torch/_family.py": "torch family table, not yet moved into the units",
     "converters/openvino_ir/rules/selection.py": "the standard rule of OpenVINO's ROIAlign (a standard OpenVINO op "
                                                  "of the same name), which imports the configurations ONNX "
-                                                 "RoiAlign does not match as the ROIAlign unit",
+                                                 "RoiAlign does not match as the ROIAlign unit, and of NonMaxSuppression "
+                                                 "(soft NMS as the NonMaxSuppression unit)",
     "onnx_bridge/commands/convert.py": "help text naming the raised standard ops",
     "onnx_bridge/commands/conformance.py": "help text examples",
     "onnx_bridge/commands/demo.py": "printed explanation naming the op whose float sums differ",

@@ -1,4 +1,4 @@
-"""Selection: TopK, CumSum, ROIAlign, NonMaxSuppression.
+"""Selection: TopK, CumSum, ROIAlign, NonMaxSuppression (soft NMS as the dialect unit).
 
 TopK: ONNX TopK returns values in value order, ties broken by the lower index (onnxruntime does this too);
 OpenVINO sort="index" orders the k selected elements by index instead, which a second TopK over the
@@ -98,11 +98,13 @@ def _optional_scalar(ctx, node, index: int, default, dtype, hint: str) -> str:
             "box_encoding center is center_point_box=1; absent inputs take OpenVINO's defaults (0). "
             "OpenVINO suppresses at IoU >= iou_threshold, ONNX at IoU > it: the threshold becomes the f32 "
             "just below (at <= 0: one box per class, as OpenVINO then suppresses even disjoint boxes). "
+            "NMS-5/9 with soft_nms_sigma other than a Constant 0 or a computed iou_threshold: NonMaxSuppression "
+            "(org.openvinotoolkit), OpenVINO's soft NMS (gaussian score decay; NMS-5 with soft_iou_suppression=1). "
             "NMS-1/3/4 select and order alike (one output): the selected rows only, as OpenVINO's CPU plugin "
             "gives them also where the spec pads with -1 rows and its shape inference says more (or, for "
             "NMS-1/3, fewer) rows",
-      refuses=("a computed iou_threshold: the >= to > conversion needs its value",
-               "soft_nms_sigma other than a Constant 0: ONNX NonMaxSuppression has no soft NMS",
+      refuses=("a computed iou_threshold with fewer than 6 inputs (NMS-1/3/4, NMS-5/9 without soft_nms_sigma): "
+               "the >= to > conversion needs its value",
                "boxes other than f32: ONNX NonMaxSuppression takes float only"))
 def non_max_suppression(ctx, node):
     attributes = node.get_attributes()
@@ -110,8 +112,12 @@ def non_max_suppression(ctx, node):
         raise Unsupported("boxes and scores must be f32 (ONNX NonMaxSuppression takes float only)")
     if node.get_input_size() > 5:
         sigma = ctx.const_value(node, 5)
-        if sigma is None or sigma.any():
-            raise Unsupported("soft_nms_sigma must be a Constant 0 (ONNX has no soft NMS)")
+        if sigma is None or sigma.any() or ctx.const_value(node, 3) is None:
+            # soft NMS or computed thresholds: the dialect op (NMS-5's soft NMS also suppresses by IoU)
+            import_as_unit(ctx, node, "NonMaxSuppression")
+            if node.get_type_info().version_id == "opset5":
+                next(a for a in ctx.nodes[-1].attribute if a.name == "soft_iou_suppression").i = 1
+            return
     scores = ctx.inp(node, 1)
     max_boxes = ctx.emit("Reshape", [_optional_scalar(ctx, node, 2, 0, TensorProto.INT64, "max_boxes"),
                                      ctx.const(np.array([1], np.int64), "one")])
