@@ -102,3 +102,25 @@ def test_mixed_scaling_refused(target, why):
     x = np.zeros((1, 2, 12, 10), np.float32)
     with pytest.raises(ConversionError, match=why):
         import_ir(model(x, "linear", "sizes", target, (2, 3), "half_pixel"))
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_interpolate_1_flag_ignored_below_rank_5(mode):
+    """Interpolate-1 linear on data of rank < 5 runs as linear_onnx, and cubic: OpenVINO (reference and CPU)
+    ignores antialias; the import emits none. Linear on 5-D data downscaling stays refused."""
+    x = np.random.default_rng(11).standard_normal((1, 2, 12, 10)).astype(np.float32)
+    data = P(list(x.shape), "f32", "x")
+
+    def v1(antialias, source=data):
+        attributes = dict(axes=[2, 3], mode=mode, align_corners=False, antialias=antialias, pads_begin=[], pads_end=[])
+        return opset1.interpolate(source, opset1.constant(np.array([6, 5], np.int64)), attributes)
+
+    want = ov_run(ov.Model([v1(True).output(0)], [data]), {"x": x})
+    np.testing.assert_array_equal(want[0], ov_run(ov.Model([v1(False).output(0)], [data]), {"x": x})[0])
+    got = onnx_bridge.InferenceSession(import_ir(ov.Model([v1(True).output(0)], [data]))).run(None, {"x": x})
+    assert_same(got, want, ACCUMULATION, f"Interpolate-1 {mode} antialias")
+    volume = P([1, 1, 6, 8, 10], "f32", "v")
+    attributes = dict(axes=[2, 3, 4], mode="linear", align_corners=False, antialias=True, pads_begin=[], pads_end=[])
+    node = opset1.interpolate(volume, opset1.constant(np.array([3, 4, 5], np.int64)), attributes)
+    with pytest.raises(ConversionError, match="linear on 5-D data"):
+        import_ir(ov.Model([node.output(0)], [volume]))
