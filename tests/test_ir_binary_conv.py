@@ -125,3 +125,16 @@ def test_refusals_say_why():
         import_ir(ov.Model([node.output(0), other.output(0)], [x], "shared_bits"))
     with pytest.raises(ConversionError, match="takes only"):
         import_ir(model((1, 8, 4, 4), bits, attributes[:-1] + ("explicit",), dtype="i32"))
+
+
+def test_u1_weights_survive_an_ir_file(tmp_path):
+    """Saved as IR (.xml/.bin) and read back, the u1 bytes keep their order: the import from the file equals the
+    spec's formula."""
+    r = rng("ir-file")
+    x = (r.standard_normal((1, 3, 5, 5)) > 0).astype(np.float32)
+    bits = r.integers(0, 2, (2, 3, 3, 3)).astype(np.uint8)
+    attributes = ([1, 1], [1, 1], [1, 1], [1, 1], "xnor-popcount", -1.0, "explicit")
+    xml = tmp_path / "binary_conv.xml"
+    ov.save_model(model(x.shape, bits, attributes), str(xml))
+    got = onnx_bridge.InferenceSession(import_ir(ov.Core().read_model(str(xml)))).run(None, {"x": x})
+    assert_same(got, [spec(x, bits, [1, 1], [1, 1], [1, 1], [1, 1], -1.0)], {}, "import from the IR file")
