@@ -124,3 +124,15 @@ def test_interpolate_1_flag_ignored_below_rank_5(mode):
     node = opset1.interpolate(volume, opset1.constant(np.array([3, 4, 5], np.int64)), attributes)
     with pytest.raises(ConversionError, match="linear on 5-D data"):
         import_ir(ov.Model([node.output(0)], [volume]))
+
+
+def test_back_in_openvino_loses_the_filter_as_its_cpu_plugin_does():
+    """OpenVINO's ONNX reader makes Resize linear antialias=1 an Interpolate linear_onnx with antialias, which
+    ignores the flag: read back, OpenVINO computes what its CPU plugin computes for the original (no filter)."""
+    from converters.openvino_ir import to_openvino
+    x = np.random.default_rng(3).standard_normal((1, 2, 12, 10)).astype(np.float32)
+    args = ("linear", "sizes", (6, 5), (2, 3), "half_pixel")
+    back = to_openvino(import_ir(model(x, *args)))
+    modes = [op.get_attributes()["mode"] for op in back.get_ordered_ops() if op.get_type_name() == "Interpolate"]
+    assert modes == ["linear_onnx"]
+    np.testing.assert_array_equal(ov_run(back, {"x": x})[0], ov_run(model(x, *args), {"x": x})[0])
