@@ -106,7 +106,8 @@ def test_f64_matches_reference_to_the_last_bits():
 
 def test_openvino_cpu_special_values_and_declared_bound():
     """OpenVINO's CPU plugin agrees on 0, +-1, |x| > 1 and NaN; elsewhere it runs its own single-precision
-    approximation (declared in the rule's notes): within 5e-3 relative of the reference, never more."""
+    code (declared in the rule's notes): within 1.1e-4 relative of the reference on normal results (1.04e-4
+    measured on every 64th f32 in [0, 1]; 7.7e-4 on subnormal ones)."""
     want = reference(SPECIAL)
     cpu = ov_run(erfinv_model("f32"), {"x": SPECIAL})[0]
     agree = np.isin(SPECIAL, [0.0, 1.0, -1.0, 1.5, -2.0]) | np.isnan(SPECIAL)
@@ -114,7 +115,7 @@ def test_openvino_cpu_special_values_and_declared_bound():
     grid = np.linspace(-1, 1, 20001, dtype=np.float32)[1:-1]
     cpu, ours = ov_run(erfinv_model("f32"), {"x": grid})[0], _run("f32", grid)
     inside = ours != 0
-    assert np.max(np.abs(cpu[inside] / ours[inside] - 1)) < 5e-3
+    assert np.max(np.abs(cpu[inside] / ours[inside] - 1)) < 1.1e-4
 
 
 def test_back_to_openvino():
@@ -129,3 +130,13 @@ def test_integer_input_cannot_reach_the_import():
     """OpenVINO's ErfInv takes floats only; the rule's refusal of other types is never reached from a valid model."""
     with pytest.raises(Exception, match="floating-point"):
         opset17.erfinv(P([2], "i32", "x"))
+
+
+def test_tail_is_openvinos_not_the_papers():
+    """For |x| >= 0.99662536 (w >= 5) OpenVINO's tail polynomial has one coefficient's sign flipped against Giles'
+    paper: the import follows OpenVINO (its CPU plugin too, within 1.1e-4), 5.3e-3 from the true erfinv at most."""
+    x = np.array([0.9966, 0.99662536, 0.999, 0.99999], np.float32)
+    got, cpu = _run("f32", x), ov_run(erfinv_model("f32"), {"x": x})[0]
+    true = np.array([2.0711491, 2.0727961, 2.3267563, 3.1232058], np.float32)  # erfinv of the f32 inputs
+    assert np.abs(got[0] / true[0] - 1) < 1e-6 and np.abs(got[1] / true[1] - 1) > 5e-3
+    assert np.max(np.abs(cpu / got - 1)) < 1.1e-4

@@ -9,8 +9,13 @@ f32/f16/bf16 did not show on any value tested (every f16 and bf16, every 256th f
 the last bits (onnxruntime's double Log is not the C library's). f16/bf16 results round through f32 in both (ov::float16
 and onnxruntime's Cast convert from float).
 
-OpenVINO's CPU plugin computes ErfInv with its own single-precision JIT approximation (observed on 2026.4:
-relative error about 1e-4 near 0, up to 4e-3 near +-1, -0 for -0, NaN for +-inf): the reference is kept.
+The reference's tail polynomial (w >= 5, |x| >= 0.99662536) has -0.00943887047 where Giles' paper has
++0.00943887047: it is up to 5.3e-3 (relative) from the true erfinv there, 1.7e-7 elsewhere (with the paper's
+sign: 1.7e-7 everywhere). OpenVINO's CPU plugin has the same tail; the import reproduces OpenVINO, not the paper.
+
+OpenVINO's CPU plugin computes ErfInv with its own single-precision JIT code (observed on 2026.4: within 1.1e-4
+relative of the reference on normal results, 7.7e-4 on subnormal ones; -0 for -0, NaN for +-inf): the reference
+is kept.
 """
 from __future__ import annotations
 
@@ -36,10 +41,11 @@ def _horner(ctx, coefficients, s: str) -> str:
 
 @rule("ErfInv", versions=(17,), onnx="Cast to double, Log, Sqrt, Horner Mul/Add, Where, Cast back",
       notes="OpenVINO's reference formula (Giles' rational approximation in double; 0 -> +0, +-1 -> +-inf, "
-            "|x| > 1 -> NaN) in the same operations and order: bit-exact in f32/f16/bf16 (f64: last bits, onnxruntime's "
-            "double Log is not the C library's); OpenVINO's CPU plugin uses its own single-"
-            "precision approximation instead (relative error ~1e-4 near 0, up to ~4e-3 near +-1, observed on "
-            "2026.4): the reference is kept",
+            "|x| > 1 -> NaN) in the same operations and order: bit-exact in f32/f16/bf16 (f64: last bits, "
+            "onnxruntime's double Log is not the C library's). Like OpenVINO (reference and CPU plugin), its tail "
+            "for |x| >= 0.99662536 has one coefficient's sign flipped against Giles' paper: up to 5.3e-3 relative "
+            "from the true erfinv there. OpenVINO's CPU plugin computes in single precision (within 1.1e-4 relative "
+            "of the reference, 7.7e-4 on subnormal results, observed on 2026.4): the reference is kept",
       refuses=("non-float element types (the op takes floats only)",))
 def erfinv(ctx, node):
     code = ctx.elem(node, 0)
