@@ -2,7 +2,6 @@
 `onnx-bridge convert --list-ops`; and the CLI's behaviour on an IR it refuses."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from converters.openvino_ir import supported_ops
