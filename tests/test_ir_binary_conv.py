@@ -123,6 +123,10 @@ def test_refusals_say_why():
     other = opset1.convert(weights, "f32")
     with pytest.raises(ConversionError, match="u1 constant read by Convert input 0"):
         import_ir(ov.Model([node.output(0), other.output(0)], [x], "shared_bits"))
+    w = P([2, 8, 1, 1], "u1", "w")  # weights computed at run time: the bits cannot be unpacked at import
+    node = opset1.binary_convolution(x, w, [1, 1], [0, 0], [0, 0], [1, 1], "xnor-popcount", 0.0)
+    with pytest.raises(ConversionError, match="the weights must be a u1 Constant"):
+        import_ir(ov.Model([node.output(0)], [x, w], "computed_bits"))
     with pytest.raises(ConversionError, match="takes only"):
         import_ir(model((1, 8, 4, 4), bits, attributes[:-1] + ("explicit",), dtype="i32"))
 
