@@ -70,7 +70,7 @@ def _kernel_v13(data, scale, shift=None, destination_type="f8e4m3"):
 
 
 def cases(rng: np.random.Generator) -> list:
-    """Data over the whole range of each destination type (subnormals, ties, beyond the largest value),
+    """Data over the whole range of each destination type (subnormals, zeros, beyond the largest value),
     per-tensor and per-channel scales (powers of two: OpenVINO's CPU plugin multiplies by 1 / scale, exact
     then), with and without shift, f16 and f32."""
     out = []
@@ -90,9 +90,9 @@ def cases(rng: np.random.Generator) -> list:
         use_shift = index % 4 < 2
         with np.errstate(over="ignore"):  # beyond f16's range: infinities, saturated like the others
             values = tuple(v.astype(dtype) for v in (data, scale, shift))
-        out.append(Case(f"fake_convert_{index}_{destination}_{dtype.name}", values[:2] + (values[2] if use_shift
-                                                                                        else None,),
-                        {"destination_type": destination}))
+        data, scale, shift = values
+        out.append(Case(f"fake_convert_{index}_{destination}_{dtype.name}",
+                        (data, scale, shift if use_shift else None), {"destination_type": destination}))
     return out
 
 
