@@ -11,6 +11,7 @@ import openvino.opset13 as op  # noqa: E402
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir, to_openvino  # noqa: E402
 from onnx_bridge.errors import ConversionError  # noqa: E402
+from tests.helpers.ir_cases import opaque  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -175,17 +176,16 @@ def test_control_flow_matches_openvino(case_id):
 
 
 def test_unsupported_ops_inside_bodies_are_listed():
-    """Ops nobody imports (FakeConvert) inside both branches and outside: one error counting all three."""
+    """Ops nobody imports (an extension op) inside both branches and outside: one error counting all three."""
     x = P([4], name="x")
-    scale = c([2.0])
     node = op.if_op(op.constant(True).output(0))
     tp, ep = P([4]), P([4])
-    then = ov.Model([op.result(op.fake_convert(tp, scale))], [tp])
-    other = ov.Model([op.result(op.fake_convert(ep, scale))], [ep])
+    then = ov.Model([op.result(opaque(tp))], [tp])
+    other = ov.Model([op.result(opaque(ep))], [ep])
     node.set_then_body(then)
     node.set_else_body(other)
     node.set_input(x.output(0), tp, ep)
     out = node.set_output(then.get_results()[0], other.get_results()[0])
-    model = ov.Model([out, op.fake_convert(x, scale).output(0)], [x])
-    with pytest.raises(ConversionError, match=r"FakeConvert-13 \(x3\)"):
+    model = ov.Model([out, opaque(x).output(0)], [x])
+    with pytest.raises(ConversionError, match=r"Opaque \(extension\) \(x3\)"):
         import_ir(model)

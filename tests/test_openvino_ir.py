@@ -23,7 +23,7 @@ from onnx_bridge.config import DIALECT_OPSET, DOMAIN  # noqa: E402
 from onnx_bridge.errors import ConversionError, ModelError  # noqa: E402
 from tests.helpers.ir_cases import (ACCUMULATION, LIBM, ULP, C, Case, P, assert_same as _assert_same,  # noqa: E402
                                     build as _build, openvino_expected as _openvino_expected,
-                                    ov_run as _ov_run)
+                                    opaque, ov_run as _ov_run)
 
 pytestmark = pytest.mark.openvino
 RNG = np.random.default_rng(7)
@@ -300,16 +300,16 @@ def test_dialect_nodes_and_checker():
 def test_unsupported_ops_are_all_listed():
     x = P([-1, 4], "f32", "x")
     order = P([2], "i64", "order")
-    # FakeConvert (f8 emulation) and StringTensorPack (bytes -> strings): no standard ONNX form at opset 18
-    faked = opset13.fake_convert(x, C([2.0], np.float32))
-    faked_again = opset13.fake_convert(opset1.negative(faked), C([0.5], np.float32))
+    # an extension op (no rule) and StringTensorPack (bytes -> strings): no standard ONNX form at opset 18
+    faked = opaque(x)
+    faked_again = opaque(opset1.negative(faked))
     strings = opset15.string_tensor_pack(C([0, 1], np.int32), C([1, 3], np.int32), C([97, 98, 99], np.uint8))
     transposed = opset1.transpose(x, order)  # a rule exists, but ONNX needs a constant order
     model = ov.Model([faked_again.output(0), strings.output(0), transposed.output(0)], [x, order], "m")
     with pytest.raises(ConversionError) as error:
         import_ir(model)
     message = str(error.value)
-    assert "2 unsupported OpenVINO op type(s) (3 node(s)): FakeConvert-13 (x2), StringTensorPack-15 (x1)" in message
+    assert "2 unsupported OpenVINO op type(s) (3 node(s)): Opaque (extension) (x2), StringTensorPack-15 (x1)" in message
     assert "Transpose-1" in message and "order (input 1) must be a Constant" in message
 
 

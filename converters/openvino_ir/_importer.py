@@ -22,7 +22,7 @@ from ..model_io import Weights
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
-from ._types import MappedPages, Unpacked, carried_type, constant_array, fill_tensor, onnx_type, value_info
+from ._types import MappedPages, Unpacked, constant_array, deferred_constant, fill_tensor, onnx_type, value_info
 from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT, dequantized_weights
 from .rules.state import beam_gathers, refused_model_form, state_boundary
 
@@ -160,7 +160,7 @@ class Context:
             self.begin(node)
             try:
                 for index in range(node.get_output_size()):
-                    if not (node.get_type_name() == "Constant" and carried_type(node.get_output_element_type(0))):
+                    if not (node.get_type_name() == "Constant" and deferred_constant(node)):
                         self.out_elem(node, index)
                 handler(self, node)
             except Unsupported as reason:

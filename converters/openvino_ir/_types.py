@@ -36,6 +36,16 @@ def carried_type(ov_type) -> int | None:
     return CARRIED.get(name)
 
 
+#: Bit tensors: the one op that reads them (BinaryConvolution's weights) unpacks them itself at import.
+BITS = "u1"
+
+
+def deferred_constant(constant) -> bool:
+    """Whether a Constant's element type is one ONNX cannot carry as it is (u4/i4 unpacked, u1 read by its reader)."""
+    name = constant.get_output_element_type(0).get_type_name()
+    return name in CARRIED or name == BITS
+
+
 def unpack_nibbles(packed: np.ndarray, signed: bool, shape) -> np.ndarray:
     """u4/i4 Constant bytes -> one uint8/int8 per element (element 2k in the low nibble of byte k, as
     OpenVINO packs them; i4 sign-extended)."""

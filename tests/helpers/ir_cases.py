@@ -78,3 +78,26 @@ def assert_same(got, want, tolerance, what):
     """Outputs of the same count, dtype and shape; floats within `tolerance` (numpy-style rtol/atol, {}:
     exact), NaN == NaN; integers and bools exact."""
     comparison.assert_same(got, want, tolerance, what)
+
+
+class Opaque(ov.Op):
+    """An op no rule imports (an OpenVINO extension op, type 'Opaque'): the unsupported-op listing's example."""
+
+    def __init__(self, inputs=None):
+        super().__init__(self, inputs)
+        if inputs:
+            self.constructor_validate_and_infer_types()
+
+    def validate_and_infer_types(self):
+        self.set_output_type(0, self.get_input_element_type(0), self.get_input_partial_shape(0))
+
+    def clone_with_new_inputs(self, new_inputs):
+        return Opaque(new_inputs)
+
+    def visit_attributes(self, visitor):
+        return True
+
+
+def opaque(value):
+    """An 'Opaque (extension)' node on `value` (an OpenVINO node or output): no import rule exists for it."""
+    return Opaque([value.output(0) if hasattr(value, "output") else value])

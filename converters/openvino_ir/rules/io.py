@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .._registry import Unsupported, rule
-from .._types import Unpacked, carried_type, constant_array, value_info
+from .._types import BITS, Unpacked, carried_type, constant_array, value_info
 from .quantization import decompressed_in_f32
 
 
@@ -19,8 +19,18 @@ def parameter(ctx, node):
 @rule("Constant", versions=(1,),
       onnx="initializer",
       notes="raw bytes, bit-exact (bf16 too); u4/i4 unpacked to uint8/int8",
-      refuses=("u4/i4 read by anything but Convert: the 4-bit range is not carried",))
+      refuses=("u4/i4 read by anything but Convert: the 4-bit range is not carried",
+               "u1 read by anything but BinaryConvolution's weights (which it unpacks itself)"))
 def constant(ctx, node):
+    if node.get_output_element_type(0).get_type_name() == BITS:
+        # bits: BinaryConvolution unpacks its u1 weights itself; nothing else reads them
+        readers = {(target.get_node().get_type_name(), target.get_index())
+                   for target in node.output(0).get_target_inputs()}
+        if readers - {("BinaryConvolution", 1)}:
+            raise Unsupported("a u1 constant read by " + ", ".join(sorted(
+                f"{name} input {index}" for name, index in readers - {("BinaryConvolution", 1)}))
+                + " (only BinaryConvolution's weights)")
+        return
     carried = carried_type(node.get_output_element_type(0))
     if carried is not None:
         # u4/i4 are carried unpacked in uint8/int8: exact for a Convert, not for arithmetic in 4 bits

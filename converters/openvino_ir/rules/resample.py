@@ -19,8 +19,10 @@ _COORDINATES = {"half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel
 _NEAREST = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
 
 _REFUSES = (
-    "antialias=true when downscaling (or when the scale is not a Constant): OpenVINO's antialiasing filter "
-    "differs from ONNX Resize's (measured: up to 1.0 apart on unit-normal data)",
+    "antialias=true in mode linear when some resized axes grow and others shrink, or when that is not known "
+    "(scales or sizes not Constants, dynamic input dims): OpenVINO's filter on the growing axes differs from ONNX "
+    "Resize's (measured: up to 2.6 apart on unit-normal data)",
+    "antialias=true in mode linear when downscaling data other than f32 (not measured)",
     "bilinear_pillow / bicubic_pillow on integer data, or with scales and dynamic output sizes",
     "nearest_mode simple: no ONNX equivalent",
     "a computed axes input: Resize takes axes as an attribute",
@@ -37,19 +39,27 @@ def _axes(ctx, node, index: int) -> list[int] | None:
     return [int(a) for a in value.reshape(-1)]
 
 
-def _upscaling(ctx, node, by_sizes: bool, axes, sizes_index: int, scales_index: int) -> bool:
-    """Whether every resized axis provably grows or keeps its size (antialiasing then does nothing)."""
+def _scaling(ctx, node, by_sizes: bool, axes, sizes_index: int, scales_index: int) -> str | None:
+    """'up' when every resized axis provably grows or keeps its size (antialiasing then does nothing), 'down'
+    when every one provably shrinks or keeps it, None when mixed or unknown."""
     if not by_sizes:
         scales = ctx.const_value(node, scales_index)
-        return scales is not None and bool((scales >= 1).all())
-    sizes = ctx.const_value(node, sizes_index)
-    shape = node.get_input_partial_shape(0)
-    if sizes is None or shape.rank.is_dynamic:
-        return False
-    rank = shape.rank.get_length()
-    axes = range(rank) if axes is None else [a % rank for a in axes]
-    dims = [shape[a] for a in axes]
-    return all(d.is_static and int(s) >= d.get_length() for d, s in zip(dims, sizes.reshape(-1)))
+        if scales is None:
+            return None
+        ratios = [float(v) for v in scales.reshape(-1)]
+    else:
+        sizes = ctx.const_value(node, sizes_index)
+        shape = node.get_input_partial_shape(0)
+        if sizes is None or shape.rank.is_dynamic:
+            return None
+        rank = shape.rank.get_length()
+        dims = [shape[a] for a in (range(rank) if axes is None else [a % rank for a in axes])]
+        if not all(d.is_static for d in dims):
+            return None
+        ratios = [int(s) / max(d.get_length(), 1) for d, s in zip(dims, sizes.reshape(-1))]
+    if all(r >= 1 for r in ratios):
+        return "up"
+    return "down" if all(r <= 1 for r in ratios) else None
 
 
 def _known_length(ctx, node, index: int, name: str, axes) -> str:
@@ -106,12 +116,19 @@ def _resize(ctx, node, attributes: dict, sizes_index: int, scales_index: int, ax
         raise Unsupported(f"mode={mode!r} on integer data (rounding of interpolated values differs)")
     axes = _axes(ctx, node, axes_index)
     by_sizes = str(attributes["shape_calculation_mode"]).lower() == "sizes"
-    if attributes.get("antialias", False) and mode != "nearest" and not _upscaling(ctx, node, by_sizes, axes,
-                                                                                    sizes_index, scales_index):
-        raise Unsupported("antialias=true when downscaling (or with computed scales): OpenVINO's "
-                          "antialiasing differs from ONNX Resize's")
-    _emit_resize(ctx, node, attributes, sizes_index, scales_index, axes,
-                 dict(mode=_MODES[mode], exclude_outside=0))  # antialias stays 0: it does nothing when upscaling
+    options = dict(mode=_MODES[mode], exclude_outside=0)
+    # OpenVINO antialiases in mode linear only (its reference; linear_onnx and cubic ignore the flag), and only
+    # where an axis shrinks; its CPU plugin ignores the flag in every mode (observed on 2026.4)
+    if attributes.get("antialias", False) and mode == "linear":
+        scaling = _scaling(ctx, node, by_sizes, axes, sizes_index, scales_index)
+        if scaling is None:
+            raise Unsupported("antialias=true in mode linear with axes that grow and others that shrink (or "
+                              "computed scales/sizes, dynamic dims): OpenVINO's filter differs from ONNX Resize's")
+        if scaling == "down":
+            if ctx.elem(node, 0) != TensorProto.FLOAT:
+                raise Unsupported("antialias=true in mode linear when downscaling data other than f32 (not measured)")
+            options = dict(mode="linear", antialias=1, exclude_outside=1)  # ONNX's filter is OpenVINO's there
+    _emit_resize(ctx, node, attributes, sizes_index, scales_index, axes, options)
 
 
 def _padded(ctx, node, attributes: dict) -> str:
@@ -150,7 +167,10 @@ def _emit_resize(ctx, node, attributes: dict, sizes_index: int, scales_index: in
 
 _NOTES = ("modes nearest, linear and linear_onnx -> linear (the same without antialiasing), cubic "
           "(cubic_coeff_a = cube_coeff); coordinate_transformation_mode and nearest_mode (round_prefer_floor/ceil, "
-          "floor, ceil) by name; antialias accepted only when upscaling (a no-op there); shape_calculation_mode "
+          "floor, ceil) by name; antialias: OpenVINO's reference filters in mode linear only (linear_onnx and cubic ignore "
+          "it), when every resized axis shrinks or keeps its size as ONNX Resize linear with antialias and "
+          "exclude_outside (sums in another order), a no-op when every axis grows; OpenVINO's CPU plugin ignores "
+          "antialias in every mode (observed on 2026.4: the reference is kept); shape_calculation_mode "
           "sizes -> sizes, scales -> scales; pads_begin/end -> a zero Pad before; axes -> the axes attribute. "
           "Interpolate-11 bilinear_pillow / bicubic_pillow: Resize linear / cubic (a = -0.5) with antialias and "
           "exclude_outside at half_pixel (Pillow's filters; OpenVINO ignores the other attributes for them)")
@@ -185,10 +205,12 @@ def _v1_scaling(ctx, node, axes: list[int]) -> str | None:
       notes="as OpenVINO runs it (ConvertInterpolate1ToInterpolate4): sizes from output_shape; align_corners "
             "or else asymmetric coordinates, except linear without pads on other than the NCHW axes {2, 3}, "
             "which is half_pixel; nearest is nearest_mode simple: floor when every axis upscales, ceil "
-            "when every axis downscales",
+            "when every axis downscales; antialias ignored where OpenVINO ignores it (linear on data of rank < 5, "
+            "which is linear_onnx, and cubic: measured on its reference and CPU plugin)",
       refuses=("mode area: no ONNX equivalent", "linear on data of rank > 5",
                "nearest with mixed or unknown up/downscaling (mode simple depends on it)",
-               "antialias when not provably upscaling"))
+               "antialias with linear on 5-D data (Interpolate-4 mode linear) when not provably upscaling: not "
+               "measured"))
 def interpolate_1(ctx, node):
     attributes = node.get_attributes()
     mode = str(attributes["mode"]).lower()
@@ -222,10 +244,9 @@ def interpolate_1(ctx, node):
             raise Unsupported("nearest needs a constant output_shape that upscales every axis or downscales "
                               "every axis (OpenVINO's nearest_mode simple depends on it)")
         nearest = "floor" if scaling == "up" else "ceil"
-    antialias = bool(attributes.get("antialias", False)) and v4_mode != "nearest"
+    antialias = bool(attributes.get("antialias", False)) and v4_mode == "linear"  # the others ignore it
     if antialias and scaling != "up":
-        raise Unsupported("antialias=true when not provably upscaling: OpenVINO's antialiasing differs from "
-                          "ONNX Resize's")
+        raise Unsupported("antialias=true with linear on 5-D data when not provably upscaling (not measured)")
     data = ctx.inp(node, 0)
     if not no_pads:
         begin, end = (pads_begin + [0] * rank)[:rank], (pads_end + [0] * rank)[:rank]

@@ -1,0 +1,1 @@
+"""Dialect ops of the quantization family: one module per op, each defining UNIT (custom_ops.unit)."""
