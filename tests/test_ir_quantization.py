@@ -369,3 +369,31 @@ def test_depthwise_input_with_per_channel_zero_points_stays_per_channel():
     onnx_model = import_ir(model)
     assert "Div" not in {n.op_type for n in onnx_model.graph.node}
     np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.02 * 1.01)
+
+
+def test_conv_after_max_pool_keeps_per_channel_int8_weights(tmp_path):
+    """FakeQuantize -> MaxPool -> Conv (resnet's first block): onnxruntime moves the DequantizeLinear across
+    the MaxPool and fuses QLinearConv, so the weights must be nncf's per-channel int8 values (given float
+    weights onnxruntime re-quantizes them per tensor: several output levels off) and the bias in the Conv."""
+    rng = np.random.default_rng(5)
+    x = op.parameter([1, 3, 8, 8], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    pooled = op.max_pool(data, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2]).output(0)
+    q = rng.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8)
+    scale = (np.geomspace(0.05, 4, 8).reshape(8, 1, 1, 1) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    conv = op.convolution(pooled, weights, [1, 1], [1, 1], [1, 1], [1, 1])
+    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32)))
+    out = op.fake_quantize(biased, *[op.constant(v) for v in _step_limits(-128, 127, 0.05)], 256)
+    model = ov.Model([out], [x])
+    onnx_model = import_ir(model)
+    producer = {o: n for n in onnx_model.graph.node for o in n.output}
+    conv_node = next(n for n in onnx_model.graph.node if n.op_type == "Conv")
+    assert len(conv_node.input) == 3 and producer[conv_node.input[1]].op_type == "DequantizeLinear"
+    session, ops = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QLinearConv" in ops
+    for seed in range(3):
+        feeds = {"x": np.random.default_rng(seed).uniform(0, 5, (1, 3, 8, 8)).astype(np.float32)}
+        got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.05 * 1.01)  # one level at most (near-ties)
+        assert np.mean(got == want) > 0.95

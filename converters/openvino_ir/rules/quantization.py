@@ -514,6 +514,19 @@ def _quantized_after(conv, readers: dict, values: dict) -> bool:
     return len(found) == 1 and found[0].op_type == "QuantizeLinear"
 
 
+#: ops onnxruntime's QDQ propagation moves a DequantizeLinear across (they only select or move values, so the
+#: integer data gives the same result): a Conv after DequantizeLinear -> MaxPool reads quantized data too
+_DATA_MOVEMENT = ("MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze")
+
+
+def _dequantized_input(name: str, producer: dict):
+    """The DequantizeLinear whose output reaches `name` through data movement only (_DATA_MOVEMENT), or None."""
+    node = producer.get(name)
+    while node is not None and node.op_type in _DATA_MOVEMENT and len(node.output) == 1:
+        node = producer.get(node.input[0])
+    return node if node is not None and node.op_type == "DequantizeLinear" else None
+
+
 def _outer_reads(nodes: list) -> set:
     """Names read by the subgraphs (If branches, Loop bodies) of `nodes`: values the rewrites must keep."""
     found = set()
@@ -601,8 +614,8 @@ def dequantized_weights(nodes: list, initializers: list, outputs=()) -> int:
             if reader is None or value not in reader.input \
                     or _WEIGHTED.get(reader.op_type) != list(reader.input).index(value):
                 continue
-            data = producer.get(reader.input[0])
-            if data is None or data.op_type != "DequantizeLinear" or values.get(data.input[1], np.ones(2)).size != 1:
+            data = _dequantized_input(reader.input[0], producer)
+            if data is None or values.get(data.input[1], np.ones(2)).size != 1:
                 continue  # weights of a float (or per-channel quantized) input stay float: folded by onnxruntime
             if reader.op_type in ("Conv", "ConvTranspose") and not _quantized_after(reader, readers, values):
                 # onnxruntime fuses DQ -> Conv -> Q only; a Conv not followed by a QuantizeLinear would
@@ -746,7 +759,7 @@ def _conv_bias(nodes: list, initializers: list, keep: set) -> None:
         if conv.op_type != "Conv" or len(conv.input) != 2 or len(readers.get(conv.output[0], [])) != 1 \
                 or conv.output[0] in keep:
             continue
-        dq = [producer.get(name) for name in conv.input]
+        dq = [_dequantized_input(conv.input[0], producer), producer.get(conv.input[1])]
         if any(n is None or n.op_type != "DequantizeLinear" for n in dq):
             continue
         weights = values.get(dq[1].input[0])
