@@ -158,8 +158,9 @@ def _distance(got: list, want: list) -> float:
 def f64_outputs(exact_model, inputs: list[dict]) -> list[list[np.ndarray]]:
     """The FakeQuantize graph's semantics in float64: the `int8="exact"` form (OpenVINO's reference formula
     operation for operation) with every float32 tensor made float64, in onnxruntime without graph optimisation
-    (onnx.reference where onnxruntime has no float64 kernel: Conv). onnxruntime has no float64 Erf: Gelu's erf is taken in float32 (one rounding, ~6e-8 relative). The reference
-    both int8 executions and OpenVINO's f32 one (LP_TRANSFORMS_MODE off) are measured against."""
+    (onnx.reference where onnxruntime has no float64 kernel: Conv). onnxruntime has no float64 Erf: Gelu's erf
+    is taken in float32 (one rounding, ~6e-8 relative). The reference both int8 executions and OpenVINO's f32
+    one (LP_TRANSFORMS_MODE off) are measured against."""
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
@@ -300,7 +301,8 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"| {r['model']} | {r['form']} | {r['openvino_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
                      f"{r['ratio']:.2f}x | {r['fastest_ratio']:.2f}x | {r['agreement']:.2e} | {number(r['spread'])} | "
-                     f"{number(r['to_semantics'])} | {_f64_cell(r)} | {r['fused']} | {r['kept_exact'] if r['form'] != 'f32' else '-'} |")
+                     f"{number(r['to_semantics'])} | {_f64_cell(r)} | {r['fused']} | "
+                     f"{r['kept_exact'] if r['form'] != 'f32' else '-'} |")
     for label, pick in (("f32 and int8 qdq (the default forms)", lambda r: r["form"] != "int8 exact"),
                         ("int8 exact", lambda r: r["form"] == "int8 exact")):
         chosen = [r["ratio"] for r in rows if pick(r)]
