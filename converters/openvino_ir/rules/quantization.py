@@ -698,9 +698,15 @@ def _dequantize_node(inputs: list, output: str, name: str, axis):
 
 
 def _integer_input(graph: _Graph, reader) -> bool:
-    """Whether the data input of `reader` is a per-tensor DequantizeLinear (possibly across data movement)."""
-    data = _dequantized_input(reader.input[0], graph.producer)
-    return data is not None and graph.values.get(data.input[1], np.ones(2)).size == 1
+    """Whether the data input of `reader` is a per-tensor DequantizeLinear (a Conv's possibly across data
+    movement; a MatMul's directly: after a Reshape of unknown rank it may be the 2-D MatMul + bias Add that
+    onnxruntime turns into a float Gemm, which would dequantize the weights on every call)."""
+    if reader.op_type in ("Conv", "ConvTranspose"):
+        data = _dequantized_input(reader.input[0], graph.producer)
+    else:
+        data = graph.producer.get(reader.input[0])
+    return data is not None and data.op_type == "DequantizeLinear" \
+        and graph.values.get(data.input[1], np.ones(2)).size == 1
 
 
 #: ops that may follow a 1x1 convolution in channels-last layout unchanged (elementwise, no attribute that
