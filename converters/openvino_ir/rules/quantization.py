@@ -776,6 +776,9 @@ def _pointwise_parameters(graph: _Graph, weights: _Weights):
             or any(v != 0 for v in attributes.get("pads", [])) \
             or attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID") or conv.output[0] in graph.keep:
         return None  # (one output channel: a [1, 1, 1, 1] constant after it would be ambiguous)
+    data = graph.producer.get(conv.input[0])
+    if data is None or data.op_type != "DequantizeLinear":
+        return None  # (across a MaxPool onnxruntime's fusion of the MatMul is not established)
     found = weights.per_axis()
     if found is None or found[2] not in (None, 0) or np.any(found[1] != 0):
         return None
