@@ -5,15 +5,19 @@ the way users do (f16-compressed weights), and for the INT8 rows quantized first
 random calibration samples. The IR runs in OpenVINO CPU (f32 precision hint, 1 thread, 1 stream); the model
 onnx-bridge converts from it runs in plain onnxruntime (ORT_ENABLE_ALL, 1 thread): INT8 models in both forms,
 `int8="qdq"` (the default) and `int8="exact"`. All runners of a model are timed in the same process,
-interleaved call by call; the table gives medians, the ratio onnxruntime / OpenVINO (of the medians, and of
-the fastest calls: on a loaded machine the fastest call is the one least disturbed) and the geometric mean.
+interleaved call by call; the table gives medians, the ratio onnxruntime / OpenVINO of the medians, the
+paired ratio (median over rounds of the two calls' ratio within a round: the two calls of a round run
+back to back, so a burst of other work slows both), the ratio of the fastest calls (on a loaded machine the
+fastest call is the one least disturbed) and their geometric means.
 
 Agreement (median over AGREEMENT_INPUTS random inputs of the largest over outputs): relative L2 distance
 from OpenVINO CPU's outputs; next to it OpenVINO's own spread on INT8
 models, the distance of OpenVINO CPU with its low-precision transformations off (LP_TRANSFORMS_MODE false:
 the f32 semantics of the FakeQuantize graph) from OpenVINO CPU's default int8 execution, and the distance of
 the converted model from those semantics (two int8 executions each this far from the semantics can be up to
-the sum apart from each other). `integer kernels` counts the
+the sum apart from each other). Both OpenVINO executions are f32 approximations too, so the INT8 rows also
+give the distance of ours, of OpenVINO CPU and of OpenVINO with LP_TRANSFORMS_MODE off from the FakeQuantize
+graph computed in float64 (f64_outputs): the one reference none of them shares. `integer kernels` counts the
 integer kernels onnxruntime's graph optimisation made (QLinearConv, QLinearMatMul, MatMulInteger...).
 The numbers depend on the machine and its load: compare ratios of one run, not absolute times across runs.
 """
@@ -153,6 +157,59 @@ def _distance(got: list, want: list) -> float:
     return float(np.median([max(rel_l2(a, b) for a, b in zip(g, w)) for g, w in zip(got, want)]))
 
 
+def f64_outputs(exact_model, inputs: list[dict]) -> list[list[np.ndarray]]:
+    """The FakeQuantize graph's semantics in float64: the `int8="exact"` form (OpenVINO's reference formula
+    operation for operation) with every float32 tensor made float64, in onnxruntime without graph optimisation
+    (onnx.reference where onnxruntime has no float64 kernel: Conv). onnxruntime has no float64 Erf: Gelu's erf
+    is taken in float32 (one rounding, ~6e-8 relative). The reference both int8 executions and OpenVINO's f32
+    one (LP_TRANSFORMS_MODE off) are measured against."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from converters.passes import make_runnable
+
+    model = make_runnable(exact_model)
+    graph = model.graph
+
+    def widen(tensor):
+        if tensor.data_type == TensorProto.FLOAT:
+            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float64), tensor.name))
+
+    for tensor in graph.initializer:
+        widen(tensor)
+    nodes = []
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.name == "to" and attribute.i == TensorProto.FLOAT:
+                attribute.i = TensorProto.DOUBLE
+            if attribute.type == onnx.AttributeProto.TENSOR:
+                widen(attribute.t)
+        if node.op_type == "Erf":
+            narrow, result = node.input[0] + "/f32", node.output[0] + "/f32"
+            nodes += [helper.make_node("Cast", [node.input[0]], [narrow], to=TensorProto.FLOAT),
+                      helper.make_node("Erf", [narrow], [result]),
+                      helper.make_node("Cast", [result], [node.output[0]], to=TensorProto.DOUBLE)]
+        else:
+            nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if value.type.tensor_type.elem_type == TensorProto.FLOAT:
+            value.type.tensor_type.elem_type = TensorProto.DOUBLE
+    wide = [{k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in f.items()} for f in inputs]
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except ort.capi.onnxruntime_pybind11_state.NotImplemented:  # no float64 Conv: onnx's numpy reference
+        from onnx.reference import ReferenceEvaluator
+        evaluator = ReferenceEvaluator(model)
+        return [evaluator.run(None, f) for f in wide]
+    return [session.run(None, f) for f in wide]
+
+
 def _ort_session(onnx_model, optimized: Path):
     import onnxruntime as ort
 
@@ -194,11 +251,13 @@ def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
         compiled = core.compile_model(saved, "CPU", OV_CONFIG)
         inputs = [feeds] + _calibration(feeds, AGREEMENT_INPUTS - 1, 2)  # agreement: median over these
         want = [[np.asarray(v) for v in compiled(f).values()] for f in inputs]
-        spread, semantics = None, None
+        spread, semantics, truth, f64 = None, None, None, {}
         if precision == "int8":
             plain = core.compile_model(saved, "CPU", dict(OV_CONFIG, LP_TRANSFORMS_MODE=False))
             semantics = [[np.asarray(v) for v in plain(f).values()] for f in inputs]
             spread = _distance(semantics, want)
+            truth = f64_outputs(import_ir(xml, int8="exact"), inputs)
+            f64 = dict(openvino_to_f64=_distance(want, truth), openvino_lp_off_to_f64=_distance(semantics, truth))
         runners = {"openvino": lambda c=compiled: c(feeds)}
         forms = ("qdq", "exact") if precision == "int8" else ("qdq",)
         info = {}
@@ -212,6 +271,7 @@ def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
             got = [session.run(None, f) for f in inputs]
             info[form] = dict(agreement=_distance(got, want), fused=_fused(optimized),
                               to_semantics=None if semantics is None else _distance(got, semantics),
+                              to_f64=None if truth is None else _distance(got, truth),
                               import_s=seconds, kept_exact=sum("kept in the exact form" in n for n in notes))
             runners[form] = lambda s=session: s.run(None, feeds)
         times = {key: [] for key in runners}
@@ -227,28 +287,43 @@ def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
         for form in forms:
             ms = 1000 * float(np.median(times[form]))
             label = "f32" if precision == "f32" else f"int8 {form}"
+            paired = float(np.median(np.array(times[form]) / np.array(times["openvino"])))
             rows.append(dict(model=name, form=label, openvino_ms=ov_ms, onnxruntime_ms=ms, ratio=ms / ov_ms,
-                             fastest_ratio=min(times[form]) / min(times["openvino"]), spread=spread, **info[form]))
+                             paired_ratio=paired, fastest_ratio=min(times[form]) / min(times["openvino"]),
+                             spread=spread, **f64, **info[form]))
         print(f"{name} {precision}: done", file=sys.stderr, flush=True)
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| model | form | OpenVINO ms | onnxruntime ms | ratio | ratio of fastest calls | rel L2 vs OpenVINO | "
-             "OpenVINO's own int8 spread | rel L2 vs FQ semantics | integer kernels (onnxruntime) | FQ kept exact |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | form | OpenVINO ms | onnxruntime ms | ratio | paired ratio | ratio of fastest calls | "
+             "rel L2 vs OpenVINO | "
+             "OpenVINO's own int8 spread | rel L2 vs FQ semantics | rel L2 vs f64 semantics: ours / OpenVINO / "
+             "OpenVINO LP off | integer kernels (onnxruntime) | FQ kept exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     number = lambda v: "-" if v is None else f"{v:.2e}"  # noqa: E731
     for r in rows:
         lines.append(f"| {r['model']} | {r['form']} | {r['openvino_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
-                     f"{r['ratio']:.2f}x | {r['fastest_ratio']:.2f}x | {r['agreement']:.2e} | {number(r['spread'])} | "
-                     f"{number(r['to_semantics'])} | {r['fused']} | {r['kept_exact'] if r['form'] != 'f32' else '-'} |")
+                     f"{r['ratio']:.2f}x | {r['paired_ratio']:.2f}x | {r['fastest_ratio']:.2f}x | "
+                     f"{r['agreement']:.2e} | {number(r['spread'])} | "
+                     f"{number(r['to_semantics'])} | {_f64_cell(r)} | {r['fused']} | "
+                     f"{r['kept_exact'] if r['form'] != 'f32' else '-'} |")
     for label, pick in (("f32 and int8 qdq (the default forms)", lambda r: r["form"] != "int8 exact"),
                         ("int8 exact", lambda r: r["form"] == "int8 exact")):
-        chosen = [r["ratio"] for r in rows if pick(r)]
+        chosen = [r for r in rows if pick(r)]
         if chosen:
-            mean = math.exp(sum(math.log(v) for v in chosen) / len(chosen))
-            lines.append(f"\ngeometric mean, {label}: {mean:.2f}x OpenVINO's time ({len(chosen)} rows)")
+            mean = {key: math.exp(sum(math.log(r[key]) for r in chosen) / len(chosen))
+                    for key in ("ratio", "paired_ratio", "fastest_ratio")}
+            lines.append(f"\ngeometric mean, {label}: {mean['ratio']:.2f}x OpenVINO's time (paired "
+                         f"{mean['paired_ratio']:.2f}x, fastest calls {mean['fastest_ratio']:.2f}x; "
+                         f"{len(chosen)} rows)")
     return "\n".join(lines) + "\n"
+
+
+def _f64_cell(row: dict) -> str:
+    if row.get("to_f64") is None:
+        return "-"
+    return f"{row['to_f64']:.2e} / {row['openvino_to_f64']:.2e} / {row['openvino_lp_off_to_f64']:.2e}"
 
 
 def main(argv=None) -> int:

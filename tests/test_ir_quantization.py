@@ -369,3 +369,98 @@ def test_depthwise_input_with_per_channel_zero_points_stays_per_channel():
     onnx_model = import_ir(model)
     assert "Div" not in {n.op_type for n in onnx_model.graph.node}
     np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.02 * 1.01)
+
+
+def test_conv_after_max_pool_keeps_per_channel_int8_weights(tmp_path):
+    """FakeQuantize -> MaxPool -> Conv (resnet's first block): onnxruntime moves the DequantizeLinear across
+    the MaxPool and fuses QLinearConv, so the weights must be nncf's per-channel int8 values (given float
+    weights onnxruntime re-quantizes them per tensor: several output levels off) and the bias in the Conv."""
+    rng = np.random.default_rng(5)
+    x = op.parameter([1, 3, 8, 8], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    pooled = op.max_pool(data, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2]).output(0)
+    q = rng.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8)
+    scale = (np.geomspace(0.05, 4, 8).reshape(8, 1, 1, 1) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    conv = op.convolution(pooled, weights, [1, 1], [1, 1], [1, 1], [1, 1])
+    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32)))
+    out = op.fake_quantize(biased, *[op.constant(v) for v in _step_limits(-128, 127, 0.05)], 256)
+    model = ov.Model([out], [x])
+    onnx_model = import_ir(model)
+    producer = {o: n for n in onnx_model.graph.node for o in n.output}
+    conv_node = next(n for n in onnx_model.graph.node if n.op_type == "Conv")
+    assert len(conv_node.input) == 3 and producer[conv_node.input[1]].op_type == "DequantizeLinear"
+    session, ops = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QLinearConv" in ops
+    for seed in range(3):
+        feeds = {"x": np.random.default_rng(seed).uniform(0, 5, (1, 3, 8, 8)).astype(np.float32)}
+        got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.05 * 1.01)  # one level at most (near-ties)
+        assert np.mean(got == want) > 0.95
+
+
+def _pointwise_model(kernel=1, also_float=False):
+    """x -> FakeQuantize -> Conv kernel x kernel with nncf's int8 weights -> bias Add -> HSwish -> per-channel
+    Multiply -> FakeQuantize: a convolution whose own output is not quantized (mobilenet_v3's expand convs)."""
+    rng = np.random.default_rng(17)
+    x = op.parameter([1, 6, 5, 5], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-128, 127, 0.03)], 256)
+    q = rng.integers(-127, 128, (8, 6, kernel, kernel)).astype(np.int8)
+    scale = (np.geomspace(0.1, 3, 8).reshape(8, 1, 1, 1) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    pad = [kernel // 2] * 2
+    conv = op.convolution(data, weights, [1, 1], pad, pad, [1, 1])
+    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32)))
+    activated = op.hswish(biased)
+    scaled = op.multiply(activated, op.constant(rng.uniform(0.5, 2, (1, 8, 1, 1)).astype(np.float32)))
+    out = op.fake_quantize(scaled, *[op.constant(v) for v in _step_limits(-128, 127, 0.04)], 256)
+    feeds = {"x": rng.standard_normal((1, 6, 5, 5)).astype(np.float32) * 2}
+    return ov.Model([out, activated] if also_float else [out], [x]), feeds
+
+
+@pytest.mark.parametrize("also_float", [False, True])
+def test_pointwise_conv_with_float_output_runs_as_integer_matmul(tmp_path, also_float):
+    """A 1x1 convolution of quantized data whose output is not quantized becomes Transpose -> MatMul(int8
+    DequantizeLinear weights) -> bias, activation, per-channel Mul and QuantizeLinear channels last ->
+    Transpose: onnxruntime fuses MatMulIntegerToFloat (exact integer sums); the values stay OpenVINO's."""
+    model, feeds = _pointwise_model(also_float=also_float)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert "Conv" not in ops and ops.count("MatMul") == 1 and ops.count("Transpose") == 2
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "MatMulIntegerToFloat" in optimized and "Gemm" not in optimized and "Conv" not in optimized
+    got, want = session.run(None, feeds), _run_ov(model, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=0, atol=0.04 * 1.01)  # one level at most (near-ties)
+    assert np.mean(got[0] == want[0]) > 0.95
+    if also_float:
+        np.testing.assert_allclose(got[1], want[1], **ACCUMULATION)
+
+
+def test_larger_conv_with_float_output_stays_a_float_conv():
+    model, feeds = _pointwise_model(kernel=3)
+    onnx_model = import_ir(model)
+    assert "MatMul" not in {n.op_type for n in onnx_model.graph.node}
+    np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.04 * 1.01)
+
+
+def test_classifier_after_a_computed_flatten_keeps_float_weights(tmp_path):
+    """FakeQuantize -> Reshape to a computed 2-D shape -> MatMul + bias Add (a classifier head): onnxruntime
+    makes a float Gemm of it, so its int8 weights stay float (folded once) instead of a DequantizeLinear the
+    Gemm would run on every call."""
+    rng = np.random.default_rng(9)
+    x = op.parameter([1, 4, 2, 2], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    batch = op.gather(op.shape_of(data), op.constant(np.array([0], np.int64)), op.constant(np.int64(0)))
+    flat = op.reshape(data, op.concat([batch, op.constant(np.array([-1], np.int64))], 0), False)
+    q = rng.integers(-127, 128, (16, 5)).astype(np.int8)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
+                          op.constant((rng.uniform(0.5, 2, (1, 5)) / 127).astype(np.float32)))
+    out = op.add(op.matmul(flat, weights, False, False), op.constant(rng.standard_normal(5).astype(np.float32)))
+    model = ov.Model([out], [x])
+    onnx_model = import_ir(model)
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    weight_dequantize = [n for n in onnx.load(str(tmp_path / "optimized.onnx")).graph.node
+                         if n.op_type == "DequantizeLinear" and n.input[0].endswith("int8_weights")]
+    assert not weight_dequantize
+    feeds = {"x": rng.uniform(0, 5, (1, 4, 2, 2)).astype(np.float32)}
+    np.testing.assert_allclose(session.run(None, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)

@@ -42,3 +42,31 @@ def test_bench_models_refuses_an_unknown_model(capsys):
 
     assert main(["bench", "--models", "resnet_nine"]) != 0
     assert "unknown model(s) resnet_nine; choose from" in capsys.readouterr().err
+
+
+def test_f64_semantics_is_the_fake_quantize_graph_in_float64():
+    """f64_outputs computes the exact form in float64 (onnxruntime, or onnx.reference for a Conv): equal to
+    numpy's float64 FakeQuantize formula, and not to the float32 result."""
+    import numpy as np
+    import openvino as ov
+    from openvino import opset13 as op
+
+    from benchmarks.real_models import f64_outputs
+    from converters.openvino_ir import import_ir
+
+    x = op.parameter([1, 2, 5, 5], np.float32, name="x")
+    limits = [np.float32(v) for v in (-1.3, 2.9, -1.3, 2.9)]
+    fq = op.fake_quantize(x, *[op.constant(v) for v in limits], 255)
+    weights = np.random.default_rng(3).standard_normal((3, 2, 3, 3)).astype(np.float32)
+    conv = op.convolution(fq, op.constant(weights), [1, 1], [0, 0], [0, 0], [1, 1])
+    model = ov.Model([conv, op.divide(fq, op.constant(np.float32(3)))], [x])
+    feeds = {"x": np.random.default_rng(4).uniform(-2, 3, (1, 2, 5, 5)).astype(np.float32)}
+    got = f64_outputs(import_ir(model, int8="exact"), [feeds])[0]
+    assert all(v.dtype == np.float64 for v in got)
+    il, ih = (np.float64(v) for v in limits[:2])
+    data = np.clip(feeds["x"].astype(np.float64), il, ih)
+    quantized = np.round((data - il) / (ih - il) * 254) / 254 * (ih - il) + il
+    np.testing.assert_allclose(got[1], quantized / 3, rtol=1e-15)
+    windows = np.lib.stride_tricks.sliding_window_view(quantized, (3, 3), axis=(2, 3))  # [1, 2, 3, 3, 3, 3]
+    conv64 = np.einsum("bchwij,ocij->bohw", windows, weights.astype(np.float64))
+    np.testing.assert_allclose(got[0], conv64, rtol=1e-12, atol=1e-12)

@@ -16,7 +16,8 @@ zero point: input range == output range, input_high > input_low, the limits vary
 levels < 256), constant weights an int8 initializer holding the integer levels computed with the reference
 formula + DequantizeLinear, so onnxruntime's QDQ fusions run integer convolutions and matmuls;
 dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take
-(and moves the per-channel input scales of depthwise convolutions into their weights).
+(moves the per-channel input scales of depthwise convolutions into their weights, and writes a 1x1
+convolution whose output is not quantized as a channels-last MatMul onnxruntime runs on integers).
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
 plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
@@ -514,6 +515,19 @@ def _quantized_after(conv, readers: dict, values: dict) -> bool:
     return len(found) == 1 and found[0].op_type == "QuantizeLinear"
 
 
+#: ops onnxruntime's QDQ propagation moves a DequantizeLinear across (they only select or move values, so the
+#: integer data gives the same result): a Conv after DequantizeLinear -> MaxPool reads quantized data too
+_DATA_MOVEMENT = ("MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze")
+
+
+def _dequantized_input(name: str, producer: dict):
+    """The DequantizeLinear whose output reaches `name` through data movement only (_DATA_MOVEMENT), or None."""
+    node = producer.get(name)
+    while node is not None and node.op_type in _DATA_MOVEMENT and len(node.output) == 1:
+        node = producer.get(node.input[0])
+    return node if node is not None and node.op_type == "DequantizeLinear" else None
+
+
 def _outer_reads(nodes: list) -> set:
     """Names read by the subgraphs (If branches, Loop bodies) of `nodes`: values the rewrites must keep."""
     found = set()
@@ -527,116 +541,300 @@ def _outer_reads(nodes: list) -> set:
     return found
 
 
+class _Graph:
+    """Lookups over ONNX `nodes` and `initializers` ((name, ONNX type, array) list) that the rewrites share."""
+
+    def __init__(self, nodes: list, initializers: list, keep: set):
+        self.nodes, self.initializers, self.keep = nodes, initializers, keep
+        self.values = {name: array for name, _, array in initializers}
+        self.producer = {out: n for n in nodes for out in n.output}
+        self.readers: dict[str, list] = {}
+        for n in nodes:
+            for name in n.input:
+                self.readers.setdefault(name, []).append(n)
+
+    def only_reader(self, name: str):
+        found = self.readers.get(name, [])
+        return found[0] if len(found) == 1 and name not in self.keep else None
+
+    def integer_constant(self, name: str):
+        cast = self.producer.get(name)
+        if cast is None or cast.op_type != "Cast" or cast.attribute[0].i != TensorProto.FLOAT:
+            return None
+        array = self.values.get(cast.input[0])
+        return array if array is not None and array.dtype in (np.int8, np.uint8) else None
+
+    def add(self, name: str, array: np.ndarray) -> str:
+        array = np.ascontiguousarray(array)
+        self.initializers.append((name, NUMPY_CODES[array.dtype], array))
+        self.values[name] = array
+        return name
+
+
+class _Weights:
+    """nncf's decompression chain Cast(q) [- Cast(zero point)] * scale [-> Transpose/Reshape] of a weight:
+    the integer values, scale and zero point in the weight's final shape, and the nodes of the chain."""
+
+    def __init__(self, mul, q, scale, zero, tail, reader, value):
+        self.mul, self.q, self.scale, self.zero, self.tail, self.reader, self.value = \
+            mul, q, scale, zero, tail, reader, value
+
+    def per_axis(self):
+        """((scales, zero points, axis or None) when both vary along one axis at most, else None."""
+        scale_axis, zero_axis = _per_axis(np.asarray(self.scale)), _per_axis(np.asarray(self.zero))
+        if scale_axis is None or zero_axis is None:
+            return None
+        (scales, axis), (zeros, z_axis) = scale_axis, zero_axis
+        if z_axis is not None and z_axis != axis:
+            return None
+        if axis is not None and zeros.size == 1:
+            zeros = np.broadcast_to(zeros, scales.shape)
+        if axis is None:
+            scales, zeros = scales.reshape(()), zeros.reshape(())
+        return scales, zeros, axis
+
+
+def _weight_chain(graph: _Graph, mul) -> _Weights | None:
+    """The decompression chain ending in `mul` and read as the weight of a Conv/MatMul/Gemm, else None."""
+    from onnx import helper
+
+    for side in (0, 1):
+        scale = graph.values.get(mul.input[1 - side])
+        source = graph.producer.get(mul.input[side])
+        if scale is None or scale.dtype != np.float32 or source is None:
+            continue
+        zero = None
+        if source.op_type == "Sub":
+            q = graph.integer_constant(source.input[0])
+            zero = graph.integer_constant(source.input[1])
+            if zero is None or q is None or zero.dtype != q.dtype:
+                continue
+        else:
+            q = graph.integer_constant(mul.input[side])
+        if q is None or scale.ndim > q.ndim:
+            continue
+        try:
+            full_scale = np.broadcast_to(scale, q.shape)
+            full_zero = np.broadcast_to(zero if zero is not None else np.zeros((), q.dtype), q.shape)
+        except ValueError:
+            continue
+        # follow Transpose / constant-shape Reshape to the weight input of a Conv/MatMul/Gemm
+        value, tail, q_full = mul.output[0], [], np.asarray(q)
+        reader = graph.only_reader(value)
+        while reader is not None and reader.op_type in ("Transpose", "Reshape"):
+            if reader.op_type == "Transpose":
+                perm = list(helper.get_attribute_value(reader.attribute[0]))
+                q_full, full_scale, full_zero = (a.transpose(perm) for a in (q_full, full_scale, full_zero))
+            else:
+                shape = graph.values.get(reader.input[1])
+                if shape is None or any(a.name == "allowzero" and a.i for a in reader.attribute) \
+                        or 0 in shape.tolist():
+                    break
+                q_full, full_scale, full_zero = (a.reshape(shape) for a in (q_full, full_scale, full_zero))
+            tail.append(reader)
+            value, reader = reader.output[0], graph.only_reader(reader.output[0])
+        if reader is None or value not in reader.input \
+                or _WEIGHTED.get(reader.op_type) != list(reader.input).index(value):
+            continue
+        return _Weights(mul, q_full, full_scale, full_zero, tail, reader, value)
+    return None
+
+
 def dequantized_weights(nodes: list, initializers: list, outputs=()) -> int:
     """In a model with QuantizeLinear (activations quantized), rewrite nncf's weight decompression
     Cast(int8/uint8 constant) [-> Sub(zero point)] -> Mul(float32 scale) [-> Transpose/Reshape to a constant
     shape], read by a Conv/MatMul/Gemm weight, into DequantizeLinear(int8 initializer, scale, zero point, axis):
     the same values (DequantizeLinear computes (q - zero point) * scale as the chain does), in the form
     onnxruntime's QDQ fusions run as integer kernels (left as float, onnxruntime folds the chain and
-    re-quantizes the weights per tensor itself: less precise). Edits `nodes` (ONNX NodeProtos, in order) and
+    re-quantizes the weights per tensor itself: less precise). A 1x1 convolution whose output is not quantized
+    becomes a MatMul over channels (_pointwise_as_matmul). Edits `nodes` (ONNX NodeProtos, in order) and
     `initializers` ((name, ONNX type, array) list) in place; returns how many weights were rewritten.
     Values in `outputs` (the graph's outputs) or read by subgraphs are kept."""
     if not any(n.op_type == "QuantizeLinear" for n in nodes):
         return 0
-    from onnx import helper
-
     keep = set(outputs) | _outer_reads(nodes)
     _depthwise_per_tensor(nodes, initializers, keep)
     _float_weights_for_per_channel_inputs(nodes, initializers)
-    values = {name: array for name, _, array in initializers}
-    producer = {out: n for n in nodes for out in n.output}
-    readers: dict[str, list] = {}
-    for n in nodes:
-        for name in n.input:
-            readers.setdefault(name, []).append(n)
-
-    def only_reader(name):
-        found = readers.get(name, [])
-        return found[0] if len(found) == 1 and name not in keep else None
-
-    def integer_constant(name):
-        cast = producer.get(name)
-        if cast is None or cast.op_type != "Cast" or cast.attribute[0].i != TensorProto.FLOAT:
-            return None
-        array = values.get(cast.input[0])
-        return array if array is not None and array.dtype in (np.int8, np.uint8) else None
-
+    graph = _Graph(nodes, initializers, keep)
     rewritten, dead = 0, set()
     for mul in [n for n in nodes if n.op_type == "Mul"]:
-        for side in (0, 1):
-            scale = values.get(mul.input[1 - side])
-            source = producer.get(mul.input[side])
-            if scale is None or scale.dtype != np.float32 or source is None:
-                continue
-            zero = None
-            if source.op_type == "Sub":
-                q = integer_constant(source.input[0])
-                zero = integer_constant(source.input[1])
-                if zero is None or q is None or zero.dtype != q.dtype:
-                    continue
-            else:
-                q = integer_constant(mul.input[side])
-            if q is None or scale.ndim > q.ndim:
-                continue
-            try:
-                full_scale = np.broadcast_to(scale, q.shape)
-                full_zero = np.broadcast_to(zero if zero is not None else np.zeros((), q.dtype), q.shape)
-            except ValueError:
-                continue
-            # follow Transpose / constant-shape Reshape to the weight input of a Conv/MatMul/Gemm
-            value, tail, q_full = mul.output[0], [], np.asarray(q)
-            reader = only_reader(value)
-            while reader is not None and reader.op_type in ("Transpose", "Reshape"):
-                if reader.op_type == "Transpose":
-                    perm = list(helper.get_attribute_value(reader.attribute[0]))
-                    q_full, full_scale, full_zero = (a.transpose(perm) for a in (q_full, full_scale, full_zero))
-                else:
-                    shape = values.get(reader.input[1])
-                    if shape is None or any(a.name == "allowzero" and a.i for a in reader.attribute) \
-                            or 0 in shape.tolist():
-                        break
-                    q_full, full_scale, full_zero = (a.reshape(shape) for a in (q_full, full_scale, full_zero))
-                tail.append(reader)
-                value, reader = reader.output[0], only_reader(reader.output[0])
-            if reader is None or value not in reader.input \
-                    or _WEIGHTED.get(reader.op_type) != list(reader.input).index(value):
-                continue
-            data = producer.get(reader.input[0])
-            if data is None or data.op_type != "DequantizeLinear" or values.get(data.input[1], np.ones(2)).size != 1:
-                continue  # weights of a float (or per-channel quantized) input stay float: folded by onnxruntime
-            if reader.op_type in ("Conv", "ConvTranspose") and not _quantized_after(reader, readers, values):
-                # onnxruntime fuses DQ -> Conv -> Q only; a Conv not followed by a QuantizeLinear would
-                # dequantize its weights on every run: left to onnxruntime's constant folding (exact f32)
-                continue
-            if reader.op_type == "MatMul" and _rank(reader.input[0], producer, values) == 2 \
-                    and any(n.op_type == "Add" for n in readers.get(reader.output[0], [])):
-                # onnxruntime makes a float Gemm of a 2-D MatMul + Add before its QDQ fusions, and would
-                # then dequantize the weights on every run: left to its constant folding (exact f32)
-                continue
-            scale_axis, zero_axis = _per_axis(np.asarray(full_scale)), _per_axis(np.asarray(full_zero))
-            if scale_axis is None or zero_axis is None:
-                continue
-            (scales, axis), (zeros, z_axis) = scale_axis, zero_axis
-            if z_axis is not None and z_axis != axis:
-                continue
-            if axis is not None and zeros.size == 1:
-                zeros = np.broadcast_to(zeros, scales.shape)
-            if axis is None:
-                scales, zeros = scales.reshape(()), zeros.reshape(())
-            stem = mul.name or value
-            names = [f"{stem}/int8_weights", f"{stem}/scale", f"{stem}/zero_point"]
-            for name, array in zip(names, (np.ascontiguousarray(q_full), np.ascontiguousarray(scales),
-                                           np.ascontiguousarray(zeros))):
-                initializers.append((name, NUMPY_CODES[array.dtype], array))
-            dq = helper.make_node("DequantizeLinear", names, [value], name=f"{stem}/DequantizeLinear",
-                                  **({} if axis is None else {"axis": int(axis)}))
-            nodes[nodes.index(mul)] = dq
-            dead.update(id(n) for n in tail)
-            rewritten += 1
-            break
+        weights = _weight_chain(graph, mul)
+        if weights is None or not _integer_input(graph, weights.reader):
+            continue  # weights of a float (or per-channel quantized) input stay float: folded by onnxruntime
+        reader = weights.reader
+        if reader.op_type in ("Conv", "ConvTranspose") and not _quantized_after(reader, graph.readers, graph.values):
+            # onnxruntime fuses DQ -> Conv -> Q only; a Conv not followed by a QuantizeLinear would
+            # dequantize its weights on every run: left to onnxruntime's constant folding (exact f32), unless
+            # it is a 1x1 convolution, which runs as an integer MatMul with a float output
+            if _pointwise_as_matmul(graph, weights):
+                dead.update(id(n) for n in [mul] + weights.tail)
+                rewritten += 1
+            continue
+        if reader.op_type == "MatMul" and _rank(reader.input[0], graph.producer, graph.values) == 2 \
+                and any(n.op_type == "Add" for n in graph.readers.get(reader.output[0], [])):
+            # onnxruntime makes a float Gemm of a 2-D MatMul + Add before its QDQ fusions, and would
+            # then dequantize the weights on every run: left to its constant folding (exact f32)
+            continue
+        found = weights.per_axis()
+        if found is None:
+            continue
+        scales, zeros, axis = found
+        stem = mul.name or weights.value
+        names = [graph.add(f"{stem}/int8_weights", weights.q), graph.add(f"{stem}/scale", scales),
+                 graph.add(f"{stem}/zero_point", zeros)]
+        nodes[nodes.index(mul)] = _dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)
+        dead.update(id(n) for n in weights.tail)
+        rewritten += 1
     nodes[:] = [n for n in nodes if id(n) not in dead]
     _conv_bias(nodes, initializers, keep)
     return rewritten
+
+
+def _dequantize_node(inputs: list, output: str, name: str, axis):
+    from onnx import helper
+
+    return helper.make_node("DequantizeLinear", inputs, [output], name=name,
+                            **({} if axis is None else {"axis": int(axis)}))
+
+
+def _integer_input(graph: _Graph, reader) -> bool:
+    """Whether the data input of `reader` is a per-tensor DequantizeLinear (a Conv's possibly across data
+    movement; a MatMul's directly: after a Reshape of unknown rank it may be the 2-D MatMul + bias Add that
+    onnxruntime turns into a float Gemm, which would dequantize the weights on every call)."""
+    if reader.op_type in ("Conv", "ConvTranspose"):
+        data = _dequantized_input(reader.input[0], graph.producer)
+    else:
+        data = graph.producer.get(reader.input[0])
+    return data is not None and data.op_type == "DequantizeLinear" \
+        and graph.values.get(data.input[1], np.ones(2)).size == 1
+
+
+#: ops that may follow a 1x1 convolution in channels-last layout unchanged (elementwise, no attribute that
+#: names an axis), and arithmetic with a per-channel constant (bias Add, the depthwise input scale's Div),
+#: whose constant is reshaped to [1, 1, 1, C]
+_CHANNELS_LAST_OK = ("Relu", "HardSwish", "HardSigmoid", "Sigmoid", "Clip", "QuantizeLinear")
+_PER_CHANNEL_ARITHMETIC = ("Add", "Mul", "Div")
+
+
+def _channel_vector_shape(shape: tuple, channels: int) -> bool:
+    """Whether a constant of `shape` broadcasts against [N, C, H, W] along the channels only."""
+    full = (1,) * (4 - len(shape)) + tuple(shape)
+    return full[0] == full[2] == full[3] == 1 and full[1] in (1, channels)
+
+
+def _channels_last_constant(graph: _Graph, name: str, channels: int) -> str:
+    """A per-channel constant ([C, 1, 1], [1, C, 1, 1]) as the [1, 1, 1, C] a channels-last tensor broadcasts
+    (4-D: onnxruntime fuses a MatMul + Add with a 1-D bias into a float Gemm before its QDQ fusions)."""
+    array = graph.values[name]
+    if array.size != channels or channels == 1:
+        return name
+    return graph.add(f"{name}/channels_last", array.reshape(1, 1, 1, -1))
+
+
+def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
+    """Conv 1x1 (stride 1, no padding, group 1) of a quantized input with nncf's int8 weights, its output not
+    quantized (a HSwish or SE block follows: mobilenet_v3) -> Transpose to channels last, MatMul by
+    DequantizeLinear(int8 weights [C, O]), then the bias Add, elementwise activations and the QuantizeLinear
+    that follow, then Transpose back. The same sums (onnxruntime fuses MatMulIntegerToFloat: exact integer
+    accumulation, one multiplication by the scales, the bias added in float; the float Conv rounded each
+    product), and no float convolution between integer kernels (and the layout transposes around it).
+    Returns False (nothing changed) where the Conv is not such a convolution."""
+    found = _pointwise_parameters(graph, weights)
+    if found is None:
+        return False
+    scales, axis, bias = found
+    conv, channels = weights.reader, weights.q.shape[0]
+    chain = _channels_last_chain(graph, conv, channels)
+    stem = conv.name or conv.output[0]
+    replacement, product = _pointwise_matmul(graph, weights, scales, axis, bias, stem, bool(chain))
+    last = chain[-1] if chain else conv
+    result, last_nhwc = last.output[0], f"{stem}/channels_last"
+    before, flowing = conv.output[0], product
+    for node in chain:  # rewired in place, channels last
+        node.input[:] = [flowing if name == before else _channels_last_constant(graph, name, channels)
+                         if node.op_type in _PER_CHANNEL_ARITHMETIC else name for name in node.input]
+        before = node.output[0]
+        flowing = last_nhwc if node is last else f"{before}/channels_last"
+        node.output[0] = flowing
+    from onnx import helper
+
+    index = graph.nodes.index(conv)
+    graph.nodes[index:index + 1] = replacement
+    graph.nodes.insert(graph.nodes.index(last) + 1 if chain else index + len(replacement), helper.make_node(
+        "Transpose", [last_nhwc], [result], name=f"{stem}/channels_first", perm=[0, 3, 1, 2]))
+    return True
+
+
+def _pointwise_parameters(graph: _Graph, weights: _Weights):
+    """(scales, axis, bias or None) of a Conv _pointwise_as_matmul rewrites, else None."""
+    from onnx import helper
+
+    conv, q = weights.reader, weights.q
+    attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+    if conv.op_type != "Conv" or q.ndim != 4 or q.shape[2:] != (1, 1) or q.dtype != np.int8 or q.shape[0] == 1 \
+            or attributes.get("group", 1) != 1 or any(v != 1 for v in attributes.get("strides", [])) \
+            or any(v != 0 for v in attributes.get("pads", [])) \
+            or attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID") or conv.output[0] in graph.keep:
+        return None  # (one output channel: a [1, 1, 1, 1] constant after it would be ambiguous)
+    data = graph.producer.get(conv.input[0])
+    if data is None or data.op_type != "DequantizeLinear":
+        return None  # (across a MaxPool onnxruntime's fusion of the MatMul is not established)
+    found = weights.per_axis()
+    if found is None or found[2] not in (None, 0) or np.any(found[1] != 0):
+        return None
+    bias = graph.values.get(conv.input[2]) if len(conv.input) > 2 else None
+    if len(conv.input) > 2 and (bias is None or bias.size != q.shape[0]):
+        return None
+    return found[0], found[2], bias
+
+
+def _channels_last_chain(graph: _Graph, conv, channels: int) -> list:
+    """The nodes after `conv` that can run channels last too: per-channel arithmetic, elementwise activations,
+    up to one per-tensor QuantizeLinear, each the only reader of the one before."""
+    chain, value = [], conv.output[0]
+    while True:
+        after = graph.only_reader(value)
+        if after is None or len(after.output) != 1:
+            return chain
+        if after.op_type in _PER_CHANNEL_ARITHMETIC:
+            other = after.input[1] if after.input[0] == value else after.input[0]
+            constant = graph.values.get(other)
+            if constant is None or constant.dtype != np.float32 or constant.ndim > 4 or other == value \
+                    or (after.op_type == "Div" and after.input[0] != value) \
+                    or not _channel_vector_shape(constant.shape, channels):
+                return chain
+        elif after.op_type not in _CHANNELS_LAST_OK or any(a.name == "axis" for a in after.attribute) \
+                or (after.op_type == "QuantizeLinear" and graph.values.get(after.input[1], np.ones(2)).size != 1) \
+                or any(i not in graph.values for i in after.input[1:]):
+            return chain
+        chain.append(after)
+        value = after.output[0]
+        if after.op_type == "QuantizeLinear":
+            return chain
+
+
+def _pointwise_matmul(graph: _Graph, weights: _Weights, scales, axis, bias, stem: str, chained: bool):
+    """The nodes replacing the Conv (Transpose, DequantizeLinear, MatMul [, bias Add]) and their output."""
+    from onnx import helper
+
+    conv, q = weights.reader, weights.q
+    last_nhwc = f"{stem}/channels_last"
+    channels_last = helper.make_node("Transpose", [conv.input[0]], [f"{stem}/input_channels_last"],
+                                     name=f"{stem}/input_channels_last", perm=[0, 2, 3, 1])
+    names = [graph.add(f"{stem}/int8_weights", q.reshape(q.shape[0], -1).T),
+             graph.add(f"{stem}/scale", scales),
+             graph.add(f"{stem}/zero_point", np.zeros(np.shape(scales), np.int8))]
+    product = f"{stem}/matmul" if bias is not None or chained else last_nhwc
+    nodes = [channels_last, _dequantize_node(names, f"{stem}/weights", f"{stem}/DequantizeLinear",
+                                             None if axis is None else 1),
+             helper.make_node("MatMul", [channels_last.output[0], f"{stem}/weights"], [product],
+                              name=f"{stem}/MatMul")]
+    if bias is not None:  # [1, 1, 1, C]: see _channels_last_constant
+        biased = f"{stem}/biased" if chained else last_nhwc
+        nodes.append(helper.make_node("Add", [product, graph.add(f"{stem}/bias", bias.reshape(1, 1, 1, -1))],
+                                      [biased], name=f"{stem}/bias"))
+        product = biased
+    return nodes, product
 
 
 def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
@@ -746,7 +944,7 @@ def _conv_bias(nodes: list, initializers: list, keep: set) -> None:
         if conv.op_type != "Conv" or len(conv.input) != 2 or len(readers.get(conv.output[0], [])) != 1 \
                 or conv.output[0] in keep:
             continue
-        dq = [producer.get(name) for name in conv.input]
+        dq = [_dequantized_input(conv.input[0], producer), producer.get(conv.input[1])]
         if any(n is None or n.op_type != "DequantizeLinear" for n in dq):
             continue
         weights = values.get(dq[1].input[0])
