@@ -162,7 +162,8 @@ def test_without_replacement_never_repeats():
         r = np.random.default_rng(seed)
         probs = r.random((3, 6)).astype(np.float32)
         case = Case("unique", (probs, np.asarray(6, np.int32)),
-                    {"convert_type": "i32", "with_replacement": 0, "log_probs": 0, "global_seed": seed + 1, "op_seed": 0})
+                    {"convert_type": "i32", "with_replacement": 0, "log_probs": 0, "global_seed": seed + 1,
+                     "op_seed": 0})
         for row in check.kernel_outputs(UNIT, case)[0]:
             assert sorted(row) == list(range(6))
 

@@ -72,7 +72,8 @@ def multinomial(probs, num_samples, convert_type="i64", with_replacement=1, log_
                       value=probs.shape, allowed="rank 2 (or 1), classes >= 1")
     count = _num_samples(num_samples)
     check.choice(OP, "convert_type", convert_type, tuple(CONVERT_TYPES))
-    with_replacement, log_probs = check.flag(OP, "with_replacement", with_replacement), check.flag(OP, "log_probs", log_probs)
+    with_replacement = check.flag(OP, "with_replacement", with_replacement)
+    log_probs = check.flag(OP, "log_probs", log_probs)
     seeds = []
     for name, value in (("global_seed", global_seed), ("op_seed", op_seed)):
         if not 0 <= int(value) <= MAX_SEED:
@@ -194,7 +195,8 @@ def bad_cases() -> list:
 
 def _pyop_casts(attributes: dict):
     """The PyOp computes int64 samples; an asked i32 is a Cast after it."""
-    return dict(attributes, convert_type="i64"), ({0: np.dtype(np.int32)} if attributes["convert_type"] == "i32" else {})
+    casts = {0: np.dtype(np.int32)} if attributes["convert_type"] == "i32" else {}
+    return dict(attributes, convert_type="i64"), casts
 
 
 def _random(inputs, attributes) -> bool:

@@ -16,8 +16,8 @@ from custom_ops.unit import Case
 
 NUL = 0
 #: Texts of the generated cases: empty, ASCII, 2-, 3- and 4-byte UTF-8, combining marks, an emoji sequence.
-TEXTS = ("", "a", "ab", "OpenVINO", " ", "héllo", "日本語", "ß", "e\u0301", "\U0001F600", "👩\u200d💻", "x y\tz",
-         "Ω≈ç√", "\u00a0", "long " * 7)
+TEXTS = ("", "a", "ab", "OpenVINO", " ", "héllo", "日本語", "ß", "e\u0301", "\U0001F600", "👩\u200d💻",
+         "x y\tz", "Ω≈ç√", "\u00a0", "long " * 7)
 
 
 def strings(values, shape=None) -> np.ndarray:
