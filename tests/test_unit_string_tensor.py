@@ -138,3 +138,17 @@ def test_string_constants_import_as_utf8_initializers():
     bad = opset15.string_tensor_unpack(ov.op.Constant(ov.Tensor(np.array([b"a\xff"]))))
     with pytest.raises(ConversionError, match="not UTF-8"):
         import_ir(ov.Model(bad.outputs(), [], "not_utf8"))
+
+
+def test_run_command_generates_describes_and_saves_strings(tmp_path):
+    import onnx_bridge
+    from onnx_bridge.commands import run
+    model = check.dialect_model(UNPACK, check.cases(UNPACK)[2])
+    feeds = run.random_inputs(model, seed=1)
+    assert feeds["data"].dtype == object and all(isinstance(v, str) for v in feeds["data"].reshape(-1))
+    assert "string[4, 4]" in run.describe("data", feeds["data"]) and "length" in run.describe("data", feeds["data"])
+    outputs = onnx_bridge.InferenceSession(model.SerializeToString()).run(None, feeds)
+    check.assert_same(outputs, check.kernel_outputs(UNPACK, Case("fed", (feeds["data"],))), "run")
+    run.save_npz(tmp_path / "strings.npz", {"data": feeds["data"]})
+    with np.load(tmp_path / "strings.npz", allow_pickle=False) as archive:
+        np.testing.assert_array_equal(archive["data"].astype(object), feeds["data"])
