@@ -152,3 +152,21 @@ def test_run_command_generates_describes_and_saves_strings(tmp_path):
     run.save_npz(tmp_path / "strings.npz", {"data": feeds["data"]})
     with np.load(tmp_path / "strings.npz", allow_pickle=False) as archive:
         np.testing.assert_array_equal(archive["data"].astype(object), feeds["data"])
+
+
+def test_compare_runs_string_models(tmp_path):
+    """onnx-bridge compare on an IR with a string Parameter and a string Result: OpenVINO CPU agrees with the
+    converted model, and the comparer tells strings apart."""
+    import openvino as ov
+    from openvino import opset1, opset15
+
+    import onnx_bridge
+    from onnx_bridge.comparison import measure
+    parameter = opset1.parameter(ov.PartialShape([-1, -1]), ov.Type.string, name="text")
+    unpacked = opset15.string_tensor_unpack(parameter)
+    model = ov.Model([opset15.string_tensor_pack(*unpacked.outputs()).output(0), unpacked.output(2)],
+                     [parameter], "strings")
+    report = onnx_bridge.compare(model)
+    assert report.verdict == "agree" and [o.dtype for o in report.outputs] == ["string", "uint8"]
+    differ = measure(strings(["a", "b"]), strings(["a", "c"]))
+    assert (differ.status, differ.count, differ.want_value, differ.got_value) == ("values", 1, "'b'", "'c'")
