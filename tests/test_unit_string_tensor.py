@@ -121,8 +121,9 @@ def test_pack_divergence_unchecked_ranges_on_cached_shapes_is_real():
         check.kernel_outputs(PACK, row.example)
 
 
-def test_string_constants_import_as_utf8_initializers():
-    """A string Constant becomes a tensor(string) initializer; bytes that are not UTF-8 are refused."""
+def test_string_constants_import_as_utf8_initializers(tmp_path):
+    """A string Constant becomes a tensor(string) initializer (and exports back); bytes that are not UTF-8
+    are refused."""
     import openvino as ov
     from openvino import opset15
 
@@ -132,9 +133,14 @@ def test_string_constants_import_as_utf8_initializers():
     text = np.array([["héllo", ""], ["x", "日本"]])
     unpacked = opset15.string_tensor_unpack(ov.op.Constant(ov.Tensor(text)))
     model = ov.Model(unpacked.outputs(), [], "constant_strings")
-    got = onnx_bridge.InferenceSession(import_ir(model).SerializeToString()).run(None, {})
+    from converters.openvino_ir import export_ir
+    imported = import_ir(model)
+    got = onnx_bridge.InferenceSession(imported.SerializeToString()).run(None, {})
     want = ov.Core().compile_model(model, "CPU", check.CONFIG)({})
     check.assert_same(got, [want[o] for o in range(3)], "constant strings")
+    exported = ov.Core().read_model(str(export_ir(imported, tmp_path / "strings.xml")))
+    again = ov.Core().compile_model(exported, "CPU", check.CONFIG)({})
+    check.assert_same([again[o] for o in range(3)], got, "exported constant strings")
     bad = opset15.string_tensor_unpack(ov.op.Constant(ov.Tensor(np.array([b"a\xff"]))))
     with pytest.raises(ConversionError, match="not UTF-8"):
         import_ir(ov.Model(bad.outputs(), [], "not_utf8"))
