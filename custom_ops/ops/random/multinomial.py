@@ -3,7 +3,8 @@
 probs: [batch, classes] (the reference also takes 1-D [classes]) of a float type T; num_samples: a scalar or
 one-element 1-D i32/i64. Output [batch, num_samples] (or [num_samples]) of convert_type i32/i64. As
 OpenVINO's reference computes it, every step in T:
-- log_probs: p = exp(probs); cdf = the cumulative sum of each row, divided by its last value;
+- log_probs: p = exp(probs) (the C library's, as the reference's std::exp: custom_ops/_libm.py);
+- cdf = the cumulative sum of each row, divided by its last value;
 - the uniform values: RandomUniform-8's stream of (global_seed, op_seed) in T over [0, 1) (random_uniform.py),
   one per output element in row-major order;
 - sample j of a row: the first class k with u <= cdf[k];
@@ -20,6 +21,7 @@ import secrets
 import numpy as np
 
 from custom_ops import _checks as check
+from custom_ops import _libm
 from custom_ops.errors import OpError
 from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
@@ -49,8 +51,7 @@ def _weights(probs: np.ndarray, log_probs: bool) -> np.ndarray:
         if np.isnan(probs).any() or np.isposinf(probs).any():
             raise OpError(OP, "input 'probs'", "log probabilities must not be NaN or +inf",
                           value=probs[np.isnan(probs) | np.isposinf(probs)][0].item())
-        with np.errstate(over="ignore"):   # libm's exp in double, rounded to T (std::exp of the reference)
-            weights = np.exp(probs.astype(np.float64)).astype(probs.dtype)
+        weights = _libm.exp(probs)          # the C library's, as the reference's std::exp
         if np.isinf(weights).any():
             raise OpError(OP, "input 'probs'", f"exp of a log probability overflows {probs.dtype}",
                           value=probs[np.isinf(weights)][0].item())
