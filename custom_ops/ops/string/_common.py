@@ -12,9 +12,7 @@ import numpy as np
 
 from custom_ops._types import STRING
 from custom_ops.errors import OpError
-from custom_ops.unit import Case
 
-NUL = 0
 #: Texts of the generated cases: empty, ASCII, 2-, 3- and 4-byte UTF-8, combining marks, an emoji sequence.
 TEXTS = ("", "a", "ab", "OpenVINO", " ", "héllo", "日本語", "ß", "e\u0301", "\U0001F600", "👩\u200d💻",
          "x y\tz", "Ω≈ç√", "\u00a0", "long " * 7)
@@ -52,4 +50,4 @@ def case_id(op: str, index: int, shape) -> str:
     return f"{op}_{index}_{'x'.join(map(str, shape)) or 'scalar'}"
 
 
-__all__ = ["Case", "NUL", "STRING", "TEXTS", "case_id", "random_shape", "random_strings", "strings", "text_of"]
+__all__ = ["STRING", "TEXTS", "case_id", "random_shape", "random_strings", "strings", "text_of"]
