@@ -57,7 +57,9 @@ def openvino_model(unit, case):
         if value is None:
             inputs.append(None)
         elif port.name in unit.openvino.constant_inputs:
-            inputs.append(ov.op.Constant(ov.Tensor(to_openvino(value))))
+            value = np.asarray(value)   # strings: only through an ov.Tensor (Constant(numpy str) crashes)
+            inputs.append(ov.op.Constant(ov.Tensor(to_openvino(value))) if value.dtype == object
+                          else ov.op.Constant(value))
         else:
             value = to_openvino(value)
             parameters.append(opset1.parameter(ov.PartialShape([-1] * value.ndim), ov.Type(value.dtype),
