@@ -42,7 +42,7 @@ from .errors import BridgeError, OpError
 
 
 from .ops import units
-from ._types import dtype_from_name
+from ._types import STRING, dtype_from_name
 
 #: numpy dtype -> onnxruntime-extensions PyOp type code (float16/bfloat16 cannot be carried).
 PYOP_TYPES = {
@@ -52,6 +52,7 @@ PYOP_TYPES = {
     np.dtype(np.int32): PyCustomOpDef.dt_int32, np.dtype(np.uint32): PyCustomOpDef.dt_uint32,
     np.dtype(np.int64): PyCustomOpDef.dt_int64, np.dtype(np.uint64): PyCustomOpDef.dt_uint64,
     np.dtype(np.float32): PyCustomOpDef.dt_float, np.dtype(np.float64): PyCustomOpDef.dt_double,
+    STRING: PyCustomOpDef.dt_string,   # Python str in, str out (onnxruntime-extensions: UTF-8, up to a NUL)
 }
 CARRIED_TYPES = tuple(PYOP_TYPES)
 HIDDEN_ATTRIBUTES = {"_node": PyCustomOpDef.dt_string, "_dtype": PyCustomOpDef.dt_string}
@@ -153,7 +154,8 @@ def _invoke(k_id, feed, attributes):
         outputs = [np.zeros((0,), dtype=d) for d in signature.output_dtypes]
     result = [k_id]
     for array in outputs:
-        result += [array.shape, array]
+        # strings go back as a flat list of str (the C++ side reads Python strings, not an array)
+        result += [array.shape, array.reshape(-1).tolist() if array.dtype == STRING else array]
     return tuple(result)
 
 

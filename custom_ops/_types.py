@@ -17,6 +17,10 @@ ONNX_TO_NUMPY = {
     TensorProto.FLOAT16: np.dtype(np.float16), TensorProto.BFLOAT16: BFLOAT16,
     TensorProto.FLOAT: np.dtype(np.float32), TensorProto.DOUBLE: np.dtype(np.float64),
 }
+#: ONNX tensor(string) elements (UTF-8 text) are Python str in an object array, as onnxruntime gives them;
+#: OpenVINO's string element type is the same (a string tensor's bytes, StringTensorUnpack-15).
+STRING = np.dtype(object)
+ONNX_TO_NUMPY[TensorProto.STRING] = STRING
 NUMPY_TO_ONNX = {v: k for k, v in ONNX_TO_NUMPY.items()}
 #: numpy dtype -> OpenVINO element type name (ov.Type(name), ov.Type.get_type_name()).
 OPENVINO_NAMES = {
@@ -24,6 +28,7 @@ OPENVINO_NAMES = {
     np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8", np.dtype(np.int16): "i16", np.dtype(np.uint16): "u16",
     np.dtype(np.int32): "i32", np.dtype(np.uint32): "u32", np.dtype(np.int64): "i64", np.dtype(np.uint64): "u64",
     np.dtype(np.float16): "f16", BFLOAT16: "bf16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+    STRING: "string",
 }
 
 INTEGER_TYPES = tuple(np.dtype(t) for t in
@@ -34,7 +39,7 @@ DATA_TYPES = (np.dtype(np.bool_),) + INTEGER_TYPES + FLOAT_TYPES
 #: Types onnxruntime-extensions Python ops cannot carry: the session casts them to float32 around the node.
 WIDENED_TYPES = {np.dtype(np.float16): np.dtype(np.float32), BFLOAT16: np.dtype(np.float32)}
 
-_NAMES = {np.dtype(np.bool_): "bool", BFLOAT16: "bfloat16"}
+_NAMES = {np.dtype(np.bool_): "bool", BFLOAT16: "bfloat16", STRING: "string"}
 
 
 def type_name(dtype) -> str:

@@ -132,7 +132,9 @@ class Divergence:
     adds it to its one table (docs/divergences.md). backend: "openvino-cpu", "onnxruntime",
     "onnx-reference" or "torch"; kind: "value", "rejects", "accepts", "nondeterministic" or "crashes";
     predicate(inputs, attributes) -> bool on the inputs by port name and the attributes (defaults filled);
-    example: a Case on which it applies."""
+    example: a Case on which it applies; outcomes: for a runtime value that depends on what ran before (or on
+    the machine), every accepted value as (where, outputs(inputs, attributes) -> tuple of arrays): then only
+    those values are explained."""
     id: str
     backend: str
     kind: str
@@ -140,6 +142,7 @@ class Divergence:
     reason: str
     predicate: Callable
     example: Case
+    outcomes: tuple = ()
 
 
 @dataclass(frozen=True)

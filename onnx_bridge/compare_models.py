@@ -163,8 +163,10 @@ def read_openvino(model):
 def run_openvino(ov_model, feeds: list, config=CONFIG) -> list[np.ndarray]:
     ov = _openvino()
     compiled = ov.Core().compile_model(ov_model, "CPU", config)
-    result = compiled(feeds)
-    return [np.asarray(result[output]) for output in compiled.outputs]
+    # ONNX strings (object arrays of str) travel as numpy str and come back as object arrays
+    result = compiled([np.asarray(f, dtype=str) if np.asarray(f).dtype == object else f for f in feeds])
+    return [np.asarray(result[o]).astype(object) if np.asarray(result[o]).dtype.kind == "U" else np.asarray(result[o])
+            for o in compiled.outputs]
 
 
 def compare(model, onnx_model=None, *, inputs=None, seed: int = 0, dim_size: int | None = None,

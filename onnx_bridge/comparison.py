@@ -301,6 +301,8 @@ def scalar_text(value) -> str:
     """A scalar as users read it: -0.0 and nan spelled out, bfloat16/float16 shown in float32."""
     if isinstance(value, (np.bool_, bool)):
         return str(bool(value))
+    if isinstance(value, (str, bytes)):   # an element of a string tensor
+        return repr(value)
     if isinstance(value, np.generic) and value.dtype.kind in "iu":
         return str(int(value))
     number = float(np.float64(np.float32(value)) if np.asarray(value).dtype in (BFLOAT16, np.float16)

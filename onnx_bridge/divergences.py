@@ -1093,7 +1093,9 @@ def _from_units() -> tuple[Divergence, ...]:
             entries.append(Divergence(
                 row.id, row.backend, (unit.op_type,), row.kind, row.title, row.reason,
                 lambda case, row=row: row.predicate(case.inputs, case.attributes),
-                lambda op=unit.op_type, example=example, row=row: Case(op, example, row.example.attributes)))
+                lambda op=unit.op_type, example=example, row=row: Case(op, example, row.example.attributes),
+                tuple(Outcome(where, lambda case, outputs=outputs: outputs(case.inputs, case.attributes))
+                      for where, outputs in row.outcomes)))
     return tuple(entries)
 
 
@@ -1126,8 +1128,8 @@ def to_markdown() -> str:
             ops = ", ".join(d.ops) if d.ops != _ALL else "all four"
             reason = d.reason
             if d.outcomes:
-                reason += " **Depends on the machine; accepted outcomes, nothing else:** " + "; ".join(
-                    f"({n}) {o.where}" for n, o in enumerate(d.outcomes, 1)) + "."
+                reason += (" **Depends on the machine (or on what ran before); accepted outcomes, nothing else:** "
+                           + "; ".join(f"({n}) {o.where}" for n, o in enumerate(d.outcomes, 1)) + ".")
             lines.append(f"| `{d.id}` | {ops} | {d.kind} | {d.title} | {reason.replace('|', '/')} |")
         lines.append("")
     return "\n".join(lines)

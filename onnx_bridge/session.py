@@ -395,6 +395,7 @@ class InferenceSession:
         try:
             if not self._uses_pyops:
                 return self._session.run(output_names, input_feed, run_options)
+            _refuse_nul_strings(input_feed)
             return _run_collecting_errors(self._session, output_names, input_feed, run_options)
         except OpError:
             raise
@@ -416,6 +417,15 @@ class InferenceSession:
 
     def __getattr__(self, name):  # get_inputs, get_outputs, get_providers, io_binding, ...
         return getattr(self._session, name)
+
+
+def _refuse_nul_strings(input_feed) -> None:
+    """onnxruntime-extensions hands Python ops C strings: a string with a NUL character would arrive cut."""
+    for name, value in (input_feed or {}).items():
+        if isinstance(value, np.ndarray) and value.dtype.kind in "OU" and \
+                any(isinstance(v, str) and "\0" in v for v in value.reshape(-1).tolist()):
+            raise OpError("InferenceSession", f"input '{name}'", "a string contains a NUL character, which "
+                          "onnxruntime-extensions would cut a Python op's string at")
 
 
 def _run_collecting_errors(session, output_names, input_feed, run_options):

@@ -127,3 +127,30 @@ def test_pytorch_alignment_is_refused_at_import():
     node = opset8.random_uniform(np.array([3], np.int64), np.float32(0), np.float32(1), "f32", 1, 2, "pytorch")
     with pytest.raises(ConversionError, match="unsupported configuration: RandomUniform-8(.|\n)*'pytorch'"):
         import_ir(ov.Model([node.output(0)], [], "pytorch_alignment"))
+
+
+def test_further_inferences_are_exactly_the_declared_continuation():
+    """The stream-continuation row explains the CPU plugin's 2nd, 3rd, ... inference of one compiled model
+    (bit for bit, measured here on every request of it) and nothing else: a first inference that differed
+    from the contract would stay unexplained."""
+    import openvino as ov
+    from onnx_bridge import divergences
+    entry = divergences.BY_ID["ov-randomuniform-stream-continues"]
+    assert entry.applies(entry.example()) and len(entry.outcomes) == 8
+    wide = Case("wide", (np.asarray([6], np.int64), np.asarray(0, np.int32), np.asarray(1 << 30, np.int32)),
+                {"global_seed": 5, "op_seed": 9})
+    for case in CPU_CASES[:3] + [wide]:
+        table_case = divergences.Case("RandomUniform", dict(zip(("output_shape", "min_val", "max_val"), case.inputs)),
+                                      case.attributes)
+        compiled = ov.Core().compile_model(check.openvino_model(UNIT, case), "CPU", check.CONFIG)
+        feeds = check.feeds(UNIT, case)
+        runs = [compiled.create_infer_request().infer(feeds)[0].copy() for _ in range(4)]
+        first = check.kernel_outputs(UNIT, case)[0]
+        np.testing.assert_array_equal(runs[0], first)
+        assert not entry.explains(table_case, (first,))          # the first inference: nothing to explain
+        for k, run in enumerate(runs[1:], start=2):
+            assert entry.outcome_of(table_case, (run,)).where.startswith(f"inference {k} of one"), case.id
+        if case is wide:
+            wrong = first.copy()
+            wrong.reshape(-1)[0] ^= 1                           # a first-inference disagreement
+            assert not entry.explains(table_case, (wrong,)), case.id

@@ -131,6 +131,8 @@ class Context:
         code = NUMPY_TO_ONNX.get(array.dtype)
         if code is None:
             raise Unsupported(f"constant of element type {array.dtype} has no ONNX equivalent")
+        if array.dtype == object and not all(isinstance(v, str) and _utf8(v) for v in array.reshape(-1).tolist()):
+            raise Unsupported("string constant with bytes that are not UTF-8 (ONNX strings are UTF-8 text)")
         name = name or self.temp(hint)
         self.initializers.append((name, code, array))
         return name
@@ -244,6 +246,14 @@ class Context:
 
 
 _ATTRIBUTE = onnx.AttributeProto
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _make_node(op_type: str, inputs, outputs, name: str, domain: str, attributes: dict) -> onnx.NodeProto:

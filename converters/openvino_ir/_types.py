@@ -12,7 +12,7 @@ OV_TO_ONNX = {
     "i8": TensorProto.INT8, "u8": TensorProto.UINT8, "i16": TensorProto.INT16, "u16": TensorProto.UINT16,
     "i32": TensorProto.INT32, "u32": TensorProto.UINT32, "i64": TensorProto.INT64, "u64": TensorProto.UINT64,
     "f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16, "f32": TensorProto.FLOAT,
-    "f64": TensorProto.DOUBLE,
+    "f64": TensorProto.DOUBLE, "string": TensorProto.STRING,
 }
 INTEGER_CODES = frozenset({TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
                            TensorProto.INT32, TensorProto.UINT32, TensorProto.INT64, TensorProto.UINT64})
@@ -99,6 +99,10 @@ def constant_array(constant) -> np.ndarray:
     Constant.get_data() hands bf16 back as raw bits typed float16; reinterpret them as bfloat16.
     """
     type_name = constant.get_element_type().get_type_name()
+    if type_name == "string":   # byte strings as str (bytes that are not UTF-8 kept as surrogate escapes)
+        raw = np.asarray(constant.get_tensor_view().bytes_data)
+        return np.array([b.decode("utf-8", "surrogateescape") for b in raw.reshape(-1).tolist()] or [],
+                        dtype=object).reshape(raw.shape)
     if type_name in CARRIED:
         return unpack_nibbles(constant.get_data(), type_name == "i4", constant.get_output_shape(0))
     data = np.asarray(constant.get_data()).view()  # shaped as the output (reading the shape costs more)
@@ -169,6 +173,9 @@ def fill_tensor(tensor: TensorProto, array: np.ndarray, name: str, code: int) ->
     array = np.asarray(array, dtype=numpy_type(code))  # (ascontiguousarray would make 0-D 1-D)
     tensor.name, tensor.data_type = name, code
     tensor.dims.extend(array.shape)
+    if code == TensorProto.STRING:
+        tensor.string_data.extend(v.encode("utf-8") for v in array.reshape(-1).tolist())
+        return tensor
     tensor.raw_data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     return tensor
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from custom_ops import resolve, unit_of, units
 from custom_ops.unit import present
-from custom_ops._types import BFLOAT16, OPENVINO_NAMES
+from custom_ops._types import BFLOAT16, OPENVINO_NAMES, STRING
 from converters.openvino_ir._frontend import OpenVINOError, core_with_extensions, extended_core, read_onnx  # noqa: F401
 from converters.openvino_ir._frontend import openvino
 from converters.openvino_ir._frontend import reason as _reason
@@ -70,12 +70,18 @@ def to_tensor(array: np.ndarray):
     array = array if array.flags.c_contiguous else array.copy()  # not ascontiguousarray: it makes 0-D 1-D
     if array.dtype == BFLOAT16:
         return ov.Tensor(array.view(np.uint16), list(array.shape), ov.Type.bf16)
+    if array.dtype == STRING:  # ONNX strings (object arrays of str): OpenVINO's API takes numpy str
+        return ov.Tensor(np.asarray(array, dtype=str))
     return ov.Tensor(array)
 
 
 def from_tensor(tensor) -> np.ndarray:
     """A numpy copy of an ov.Tensor (bf16 comes back as float16 bits from .data: reinterpret them)."""
     dtype = numpy_dtype(tensor.get_element_type())
+    if dtype == STRING:  # OpenVINO's byte strings as ONNX's UTF-8 text (undecodable bytes kept as escapes)
+        raw = np.asarray(tensor.bytes_data)
+        return np.array([b.decode("utf-8", "surrogateescape") for b in raw.reshape(-1).tolist()] or [],
+                        dtype=object).reshape(raw.shape)
     data = np.array(tensor.data, copy=True)
     return data.view(dtype) if data.dtype != dtype else data
 

@@ -5,7 +5,7 @@ Inputs come from --inputs (an .npz keyed by input name) or are generated from th
 shapes (--seed):
 - every symbolic or unknown dimension gets the same size, --dim-size (4); --dim NAME=SIZE sets one by name
   (the same size everywhere keeps inputs whose dims must agree consistent, even when their names differ);
-- floats are standard normal, bools fair coin flips;
+- floats are standard normal, bools fair coin flips, strings 0 to 8 random lower-case ASCII letters;
 - integers are indices in [0, bound): bound is the smallest extent of the axis they index (followed
   through Cast/Unsqueeze/Reshape/Expand/... into Gather, GatherElements, ScatterElements and the dialect
   scatters, using ONNX shape inference); when no such use is found, bound is --dim-size.
@@ -188,6 +188,10 @@ def random_inputs(model: onnx.ModelProto, *, seed: int = 0, dim_size: int = DEFA
                              f"{TensorProto.DataType.Name(code)}; give it with --inputs")
         if dtype == np.bool_:
             feeds[value.name] = rng.integers(0, 2, shape).astype(bool)
+        elif dtype == object:   # tensor(string)
+            letters = [bytes(rng.integers(97, 123, int(rng.integers(0, 9)), dtype=np.uint8)).decode()
+                       for _ in range(int(np.prod(shape, dtype=np.int64)))]
+            feeds[value.name] = np.array(letters + [""], dtype=object)[:-1].reshape(shape)
         elif dtype.kind in "iu":
             bound = bounds.get(value.name, dim_size)
             feeds[value.name] = rng.integers(0, max(bound, 1), shape).astype(dtype)
@@ -275,6 +279,9 @@ def describe(name: str, value: np.ndarray) -> str:
         return text + "  (empty)"
     if value.dtype == np.bool_:
         return text + f"  true {int(value.sum())}/{value.size}"
+    if value.dtype == object:   # strings
+        lengths = [len(str(v)) for v in value.reshape(-1)]
+        return text + f"  length min {min(lengths)} max {max(lengths)}"
     if value.dtype.kind in "iu":
         return text + f"  min {value.min()} max {value.max()}"
     finite = value[np.isfinite(value)].astype(np.float64)
@@ -289,8 +296,9 @@ def save_npz(path: Path, arrays: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            np.savez(stream, **arrays)
+        with os.fdopen(handle, "wb") as stream:   # strings as numpy str arrays (loadable without pickle)
+            np.savez(stream, **{name: np.asarray(value, dtype=str) if np.asarray(value).dtype == object else value
+                                for name, value in arrays.items()})
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions

@@ -41,6 +41,18 @@ def feeds(unit, case) -> dict:
             if value is not None and port.name not in constant}
 
 
+def to_openvino(value) -> np.ndarray:
+    """A numpy input as OpenVINO's Python API takes it: ONNX strings (object arrays of str) as numpy str."""
+    value = np.asarray(value)
+    return np.asarray(value, dtype=str) if value.dtype == object else value
+
+
+def from_openvino(array) -> np.ndarray:
+    """An OpenVINO output as the ONNX side has it: numpy str arrays (string tensors) as object arrays of str."""
+    array = np.asarray(array)
+    return array.astype(object) if array.dtype.kind == "U" else array
+
+
 def openvino_model(unit, case):
     """An ov.Model of the native op for the case: Parameters (dynamic dims) for the tensor inputs,
     Constants for the unit's constant inputs, built by the unit's factory."""
@@ -51,9 +63,11 @@ def openvino_model(unit, case):
         if value is None:
             inputs.append(None)
         elif port.name in unit.openvino.constant_inputs:
-            inputs.append(ov.op.Constant(np.asarray(value)))
+            value = np.asarray(value)   # strings: only through an ov.Tensor (Constant(numpy str) crashes)
+            inputs.append(ov.op.Constant(ov.Tensor(to_openvino(value))) if value.dtype == object
+                          else ov.op.Constant(value))
         else:
-            value = np.asarray(value)
+            value = to_openvino(value)
             parameters.append(opset1.parameter(ov.PartialShape([-1] * value.ndim), ov.Type(value.dtype),
                                                name=port.name))
             inputs.append(parameters[-1].output(0))
@@ -65,8 +79,8 @@ def openvino_model(unit, case):
 def openvino_outputs(unit, case) -> list[np.ndarray]:
     import openvino as ov
     compiled = ov.Core().compile_model(openvino_model(unit, case), "CPU", CONFIG)
-    result = compiled(feeds(unit, case))
-    return [np.asarray(result[output]) for output in compiled.outputs]
+    result = compiled({name: to_openvino(value) for name, value in feeds(unit, case).items()})
+    return [from_openvino(result[output]) for output in compiled.outputs]
 
 
 def dialect_model(unit, case) -> onnx.ModelProto:
@@ -152,8 +166,8 @@ def check_export(unit, case, tmp_path, tolerance=None) -> None:
     model = ov.Core().read_model(str(xml))
     assert unit.openvino.type_name in [op.get_type_name() for op in model.get_ordered_ops()]
     compiled = ov.Core().compile_model(model, "CPU", CONFIG)
-    result = compiled({name: value for name, value in feeds(unit, case).items()})
-    assert_same([result[o] for o in compiled.outputs], openvino_outputs(unit, case),
+    result = compiled({name: to_openvino(value) for name, value in feeds(unit, case).items()})
+    assert_same([from_openvino(result[o]) for o in compiled.outputs], openvino_outputs(unit, case),
                 f"{unit.op_type} {case.id} (exported)", tolerance)
 
 

@@ -1,0 +1,1 @@
+"""Dialect ops of the string family: one module per op, each defining UNIT (custom_ops.unit)."""
