@@ -66,11 +66,7 @@ def test_version_1_matches_openvino():
 
 @pytest.mark.parametrize("case", check.cases(UNIT)[:4], ids=lambda c: c.id)
 def test_import_session_export_backend(case, tmp_path):
-    t = tolerance(case)
-    check.check_import_and_session(UNIT, case, t)
-    check.check_export(UNIT, case, tmp_path, t)
-    check.check_backend(UNIT, case, t)
-    check.check_reference_and_schema(UNIT, case)
+    check.check_end_to_end(UNIT, case, tmp_path, tolerance(case))
 
 
 def test_sampling_outside_the_map():
