@@ -88,11 +88,11 @@ def _convert(model):
     import openvino as ov
 
     from converters.model_io import save_model
-    from converters.openvino_ir import _importer
+    from converters.openvino_ir import import_ir
 
     with tempfile.TemporaryDirectory() as tmp:
         ov.save_model(model, f"{tmp}/m.xml", compress_to_fp16=False)
-        onnx_model = _importer.import_model(model)
+        onnx_model = import_ir(model)
         save_model(onnx_model, f"{tmp}/m.onnx")
         return onnx_model, (Path(f"{tmp}/m.bin").stat().st_size, Path(f"{tmp}/m.onnx").stat().st_size)
 
@@ -122,20 +122,19 @@ def _onnxruntime_runners(model, onnx_model, mode) -> dict:
     """onnx_bridge.InferenceSession runners of the emitted model and, for compressed weights, its
     accuracy_level 4 variant (INT4) and the DequantizeLinear + MatMul form."""
     import onnx_bridge
-    from converters.openvino_ir import _importer
-    from converters.openvino_ir.rules import quantization
+    from converters.openvino_ir import import_ir, rules
 
     forms = {"onnxruntime (emitted)": onnx_model}
     if mode and mode.startswith("INT4"):
         from onnx_bridge.llm import set_accuracy_level
         forms["onnxruntime level 4 (opt-in)"] = set_accuracy_level(onnx_model.__deepcopy__(), 4)
     if mode:
-        original = quantization.matmul_nbits
-        _importer.rules.nn.matmul_nbits = lambda ctx, node: False
+        original = rules.nn.matmul_nbits
+        rules.nn.matmul_nbits = lambda ctx, node: False
         try:
-            forms["onnxruntime DQ+MatMul"] = _importer.import_model(model)
+            forms["onnxruntime DQ+MatMul"] = import_ir(model)
         finally:
-            _importer.rules.nn.matmul_nbits = original
+            rules.nn.matmul_nbits = original
     runners = {}
     for name, form in forms.items():
         session = onnx_bridge.InferenceSession(form)

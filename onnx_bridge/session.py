@@ -10,7 +10,7 @@ InferenceSession is a drop-in onnxruntime.InferenceSession that does this, regis
 failure inside a Python op into an OpError raised from run() instead of an abort.
 
 Concurrency: no lock. Each run collects the errors of its Python ops in a record of its own
-(custom_ops._ort.collecting_errors on the calling thread; sessions with Python ops run in sequential
+(custom_ops.pyops.collecting_errors on the calling thread; sessions with Python ops run in sequential
 execution mode, so the ops run on that thread); the GIL serializes the Python parts, native kernels run
 in parallel. A caller's SessionOptions is copied, never changed.
 """
@@ -28,8 +28,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import custom_ops
 from converters.passes import uses_domain
-from custom_ops._schemas import register_schemas
-from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
+from custom_ops.schemas import register_schemas
+from custom_ops.element_types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
 
 from converters.functions import plain_dialect_nodes
 from converters.model_io import load_model, needs_external_data, opset_of, save_model
@@ -61,7 +61,7 @@ def _preferences(model: onnx.ModelProto):
 
 
 def _ort():
-    from custom_ops import _ort  # registers the PyOps and the invocation hook on first import
+    from custom_ops import pyops as _ort  # registers the PyOps and the invocation hook on first import
     return _ort
 
 
@@ -322,7 +322,7 @@ def session_options(user: ort.SessionOptions | None, *, python_ops: bool) -> ort
         for key in _CONFIG_KEYS:
             try:
                 value = user.get_session_config_entry(key)
-            except Exception:  # not set
+            except RuntimeError:  # not set (onnxruntime raises RuntimeError for an unset key)
                 continue
             options.add_session_config_entry(key, value)
     options.log_severity_level = 4

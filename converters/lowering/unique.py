@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from custom_ops._types import ONNX_TO_NUMPY, is_float, type_name
+from custom_ops.element_types import ONNX_TO_NUMPY, is_float, type_name
 from custom_ops.config import DOMAIN
 
 from ..registry import LOWERING

@@ -123,7 +123,7 @@ class MappedPages:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
             self.madvise = libc.madvise
-        except Exception:
+        except (OSError, ValueError, IndexError, AttributeError):  # no /proc, an odd line, no madvise
             self.ranges, self.madvise = [], None
 
     def release(self, array: np.ndarray) -> None:

@@ -23,7 +23,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from custom_ops import units
-from custom_ops._types import ONNX_TO_NUMPY, type_name
+from custom_ops.element_types import ONNX_TO_NUMPY, type_name
 from converters.model_io import load_model
 from onnx_bridge.config import DOMAIN
 from onnx_bridge.errors import BridgeError, ModelError
@@ -205,11 +205,11 @@ def index_bounds(model: onnx.ModelProto, shapes: dict) -> dict[str, int]:
             value.type.tensor_type.ClearField("shape")
             for extent in shapes[value.name]:
                 value.type.tensor_type.shape.dim.add().dim_value = extent
-    from custom_ops._schemas import register_schemas
+    from custom_ops.schemas import register_schemas
     register_schemas()
     try:
         fixed = onnx.shape_inference.infer_shapes(fixed, data_prop=True)
-    except Exception:  # best effort: unknown shapes only mean fewer inferred bounds
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):  # fewer inferred bounds
         pass
     known = dict(shapes)
     for value in list(fixed.graph.value_info) + list(fixed.graph.output):

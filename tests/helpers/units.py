@@ -195,8 +195,8 @@ def check_reference_and_schema(unit, case, static: bool = False) -> None:
     """onnx.checker (full check, the unit's schema), shape inference of the output types, and
     onnx.reference with the dialect ops equal the kernel."""
     from onnx.reference import ReferenceEvaluator
-    from custom_ops._reference import REFERENCE_OPS
-    from custom_ops._schemas import register_schemas
+    from custom_ops.reference import REFERENCE_OPS
+    from custom_ops.schemas import register_schemas
     register_schemas()
     model = dialect_model(unit, case, static)
     onnx.checker.check_model(model, full_check=True)
