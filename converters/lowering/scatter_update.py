@@ -17,6 +17,8 @@ many elements).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from onnx import TensorProto
 
@@ -85,11 +87,8 @@ def lower_v3(node, ctx):
     post = b.dims_product(data, axis + 1, hint="post")
     # the rows ScatterND writes, one per block, and how many
     written, source, blocks_count = (idx, None, count) if unique else _last_writers(b, idx, count, rows)
-    if axis == 0:
-        table, coordinates, blocks = _rows_view(b, data, updates, count, rows, post, written, source)
-    else:
-        table, coordinates, blocks = _pre_rows_view(b, data, updates, axis, count, rows, post, written, source,
-                                                    blocks_count)
+    plan = _Rows(data, updates, count, rows, post, written, source, blocks_count)
+    table, coordinates, blocks = _rows_view(b, plan) if axis == 0 else _pre_rows_view(b, plan, axis)
     scattered = b.op("ScatterND", [table, coordinates, blocks], hint="scattered")
     b.op("Reshape", [scattered, b.dims(data, hint="data_shape")], node.output[0], allowzero=1)
     how = "rows of [d, post]" if axis == 0 else "rows of [pre, d, post]"
@@ -145,12 +144,26 @@ def _last_writers(b, idx: str, count: str, rows: str) -> tuple[str, str, str]:
     return written, source, b.op("Shape", [written], hint="k")
 
 
+class _Rows(NamedTuple):
+    """The row view of a ScatterUpdate: data and updates, n (update rows), d (data rows), post (row size),
+    the written rows, their source positions (None: all, in order) and how many (k)."""
+    data: str
+    updates: str
+    count: str
+    rows: str
+    post: str
+    written: str
+    source: str | None
+    blocks_count: str
+
+
 def _view(b, *parts: str) -> str:
     return b.op("Concat", list(parts), axis=0, hint="view")
 
 
-def _rows_view(b, data, updates, count, rows, post, written, source) -> tuple[str, str, str]:
+def _rows_view(b, plan: _Rows) -> tuple[str, str, str]:
     """axis 0: (data as [d, post], coordinates [k, 1], update blocks [k, post])."""
+    data, updates, count, rows, post, written, source, _ = plan
     blocks = b.op("Reshape", [updates, _view(b, count, post)], allowzero=1, hint="update_rows")
     if source is not None:
         blocks = b.op("Gather", [blocks, source], axis=0, hint="update_rows_last")
@@ -159,9 +172,9 @@ def _rows_view(b, data, updates, count, rows, post, written, source) -> tuple[st
     return table, coordinates, blocks
 
 
-def _pre_rows_view(b, data, updates, axis, count, rows, post, written, source,
-                   blocks_count) -> tuple[str, str, str]:
+def _pre_rows_view(b, plan: _Rows, axis: int) -> tuple[str, str, str]:
     """axis > 0: (data as [pre, d, post], coordinates [pre, k, 2], update blocks [pre, k, post])."""
+    data, updates, count, rows, post, written, source, blocks_count = plan
     pre = b.dims_product(data, 0, axis, hint="pre")
     blocks = b.op("Reshape", [updates, _view(b, pre, count, post)], allowzero=1, hint="update_rows")
     if source is not None:
