@@ -42,6 +42,12 @@ def feeds(unit, case) -> dict:
             if value is not None and port.name not in constant}
 
 
+def _shaped(function, unit, case, static: bool):
+    """function(unit, case), with static=True only when asked: a test may swap in its own oracle taking
+    (unit, case) (e.g. OpenVINO's reference implementation instead of the CPU plugin)."""
+    return function(unit, case, static=True) if static else function(unit, case)
+
+
 def openvino_model(unit, case, static: bool = False):
     """An ov.Model of the native op for the case: Parameters (dynamic dims, or the case's with `static`) for
     the tensor inputs, Constants for the unit's constant inputs, built by the unit's factory."""
@@ -65,7 +71,7 @@ def openvino_model(unit, case, static: bool = False):
 
 def openvino_outputs(unit, case, static: bool = False) -> list[np.ndarray]:
     import openvino as ov
-    compiled = ov.Core().compile_model(openvino_model(unit, case, static), "CPU", CONFIG)
+    compiled = ov.Core().compile_model(_shaped(openvino_model, unit, case, static), "CPU", CONFIG)
     result = compiled(feeds(unit, case))
     return [np.asarray(result[output]) for output in compiled.outputs]
 
@@ -128,7 +134,7 @@ def kernel_outputs(unit, case) -> tuple:
 
 def check_kernel_against_openvino(unit, case, tolerance=None, static: bool = False) -> None:
     """The numpy kernel equals OpenVINO's CPU plugin on the case."""
-    assert_same(kernel_outputs(unit, case), openvino_outputs(unit, case, static), f"{unit.op_type} {case.id}",
+    assert_same(kernel_outputs(unit, case), _shaped(openvino_outputs, unit, case, static), f"{unit.op_type} {case.id}",
                 tolerance)
 
 
@@ -161,13 +167,13 @@ def check_import_and_session(unit, case, tolerance=None, static: bool = False) -
     Returns the imported model."""
     import onnx_bridge
     from converters.openvino_ir import import_ir
-    imported = import_ir(openvino_model(unit, case, static))
+    imported = import_ir(_shaped(openvino_model, unit, case, static))
     dialect = [node for node in imported.graph.node if node.domain == DOMAIN]
     assert [node.op_type for node in dialect] == [unit.op_type], [n.op_type for n in imported.graph.node]
     session = onnx_bridge.InferenceSession(imported.SerializeToString())
     ov_inputs = [i.name for i in session.get_inputs()]
     got = session.run(None, {name: feeds(unit, case)[name] for name in ov_inputs})
-    assert_same(got, openvino_outputs(unit, case, static), f"{unit.op_type} {case.id} (session)", tolerance)
+    assert_same(got, _shaped(openvino_outputs, unit, case, static), f"{unit.op_type} {case.id} (session)", tolerance)
     return imported
 
 
@@ -175,12 +181,12 @@ def check_export(unit, case, tmp_path, tolerance=None, static: bool = False) -> 
     """The dialect model exported to IR holds the native op and runs to OpenVINO's outputs."""
     import openvino as ov
     from converters.openvino_ir import export_ir
-    xml = export_ir(dialect_model(unit, case, static), tmp_path / f"{unit.op_type}.xml")
+    xml = export_ir(_shaped(dialect_model, unit, case, static), tmp_path / f"{unit.op_type}.xml")
     model = ov.Core().read_model(str(xml))
     assert unit.openvino.type_name in [op.get_type_name() for op in model.get_ordered_ops()]
     compiled = ov.Core().compile_model(model, "CPU", CONFIG)
     result = compiled({name: value for name, value in feeds(unit, case).items()})
-    assert_same([result[o] for o in compiled.outputs], openvino_outputs(unit, case, static),
+    assert_same([result[o] for o in compiled.outputs], _shaped(openvino_outputs, unit, case, static),
                 f"{unit.op_type} {case.id} (exported)", tolerance)
 
 
@@ -198,7 +204,7 @@ def check_reference_and_schema(unit, case, static: bool = False) -> None:
     from custom_ops.reference import REFERENCE_OPS
     from custom_ops.schemas import register_schemas
     register_schemas()
-    model = dialect_model(unit, case, static)
+    model = _shaped(dialect_model, unit, case, static)
     onnx.checker.check_model(model, full_check=True)
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     want = kernel_outputs(unit, case)
