@@ -39,6 +39,10 @@ def _decode_times(run, steps: int, prompt: int) -> list[float]:
     return times
 
 
+#: the weight forms measured: (label, nncf mode, group size)
+FORMS = (("f32", None, None), ("INT4_ASYM g64", "INT4_ASYM", 64), ("INT8_ASYM", "INT8_ASYM", -1))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=4)
@@ -48,62 +52,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
 
-    import openvino as ov
     from tests.helpers import llm
 
     # A larger model than the tests' (module constants of the helper; its disk cache is not used).
     llm.LAYERS, llm.HIDDEN, llm.HEADS, llm.KV_HEADS = args.layers, args.hidden, args.hidden // 64, args.hidden // 128
     llm.HEAD_DIM, llm.INTERMEDIATE, llm.VOCAB = 64, args.hidden * 11 // 4, 4096
     base, _ = llm._build("llama")
-
-    import onnx_bridge
-    from converters.model_io import save_model
-    from converters.openvino_ir import _importer
-    from converters.openvino_ir.rules import quantization
-
-    exact = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
-    core = ov.Core()
     rows = []
-    for label, mode, group in (("f32", None, None), ("INT4_ASYM g64", "INT4_ASYM", 64), ("INT8_ASYM", "INT8_ASYM", -1)):
+    for label, mode, group in FORMS:
         model = llm.make_stateful(llm.compressed(base, mode, group) if mode else base.clone())
-        with tempfile.TemporaryDirectory() as tmp:
-            ov.save_model(model, f"{tmp}/m.xml", compress_to_fp16=False)
-            onnx_model = _importer.import_model(model)
-            save_model(onnx_model, f"{tmp}/m.onnx")
-            sizes = (Path(f"{tmp}/m.bin").stat().st_size, Path(f"{tmp}/m.onnx").stat().st_size)
-        runners = {}
-        for name, config in (("OpenVINO f32", exact), ("OpenVINO default", {})):
-            request = core.compile_model(model, "CPU", config).create_infer_request()
-
-            def run_ov(ids, start, request=request):
-                if start == 0:
-                    request.reset_state()
-                n = ids.shape[1]
-                return request.infer({"input_ids": ids, "attention_mask": np.ones((1, start + n), np.int64),
-                                      "position_ids": np.arange(start, start + n)[None],
-                                      "beam_idx": np.zeros(1, np.int32)})["logits"]
-            runners[name] = run_ov
-        forms = {"onnxruntime (emitted)": onnx_model}
-        if mode and mode.startswith("INT4"):
-            from onnx_bridge.llm import set_accuracy_level
-            forms["onnxruntime level 4 (opt-in)"] = set_accuracy_level(onnx_model.__deepcopy__(), 4)
-        if mode:
-            original = quantization.matmul_nbits
-            _importer.rules.nn.matmul_nbits = lambda ctx, node: False
-            try:
-                forms["onnxruntime DQ+MatMul"] = _importer.import_model(model)
-            finally:
-                _importer.rules.nn.matmul_nbits = original
-        for name, form in forms.items():
-            session = onnx_bridge.InferenceSession(form)
-
-            def run_ort(ids, start, session=session):
-                if start == 0:
-                    session.reset_state()
-                n = ids.shape[1]
-                return session.run(["logits"], {"input_ids": ids, "attention_mask": np.ones((1, start + n), np.int64),
-                                                "position_ids": np.arange(start, start + n)[None]})[0]
-            runners[name] = run_ort
+        onnx_model, sizes = _convert(model)
+        runners = {**_openvino_runners(model), **_onnxruntime_runners(model, onnx_model, mode)}
         times = {name: [] for name in runners}
         for _ in range(args.rounds):  # interleaved
             for name, run in runners.items():
@@ -122,6 +81,72 @@ def main(argv=None) -> int:
         else:
             print(f"{label:14s} {name:30s} {value:8.2f} ms  x{ratio:.2f}")
     return 0
+
+
+def _convert(model):
+    """(the ONNX import of `model`, (IR .bin bytes, ONNX file bytes))."""
+    import openvino as ov
+
+    from converters.model_io import save_model
+    from converters.openvino_ir import import_ir
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ov.save_model(model, f"{tmp}/m.xml", compress_to_fp16=False)
+        onnx_model = import_ir(model)
+        save_model(onnx_model, f"{tmp}/m.onnx")
+        return onnx_model, (Path(f"{tmp}/m.bin").stat().st_size, Path(f"{tmp}/m.onnx").stat().st_size)
+
+
+def _openvino_runners(model) -> dict:
+    """OpenVINO CPU runners `run(ids, start)` -> logits: the exact configuration and the defaults."""
+    import openvino as ov
+
+    from onnx_bridge.llm import OPENVINO_EXACT
+
+    core, runners = ov.Core(), {}
+    for name, config in (("OpenVINO f32", OPENVINO_EXACT), ("OpenVINO default", {})):
+        request = core.compile_model(model, "CPU", config).create_infer_request()
+
+        def run_ov(ids, start, request=request):
+            if start == 0:
+                request.reset_state()
+            n = ids.shape[1]
+            return request.infer({"input_ids": ids, "attention_mask": np.ones((1, start + n), np.int64),
+                                  "position_ids": np.arange(start, start + n)[None],
+                                  "beam_idx": np.zeros(1, np.int32)})["logits"]
+        runners[name] = run_ov
+    return runners
+
+
+def _onnxruntime_runners(model, onnx_model, mode) -> dict:
+    """onnx_bridge.InferenceSession runners of the emitted model and, for compressed weights, its
+    accuracy_level 4 variant (INT4) and the DequantizeLinear + MatMul form."""
+    import onnx_bridge
+    from converters.openvino_ir import import_ir, rules
+
+    forms = {"onnxruntime (emitted)": onnx_model}
+    if mode and mode.startswith("INT4"):
+        from onnx_bridge.llm import set_accuracy_level
+        forms["onnxruntime level 4 (opt-in)"] = set_accuracy_level(onnx_model.__deepcopy__(), 4)
+    if mode:
+        original = rules.nn.matmul_nbits
+        rules.nn.matmul_nbits = lambda ctx, node: False
+        try:
+            forms["onnxruntime DQ+MatMul"] = import_ir(model)
+        finally:
+            rules.nn.matmul_nbits = original
+    runners = {}
+    for name, form in forms.items():
+        session = onnx_bridge.InferenceSession(form)
+
+        def run_ort(ids, start, session=session):
+            if start == 0:
+                session.reset_state()
+            n = ids.shape[1]
+            return session.run(["logits"], {"input_ids": ids, "attention_mask": np.ones((1, start + n), np.int64),
+                                            "position_ids": np.arange(start, start + n)[None]})[0]
+        runners[name] = run_ort
+    return runners
 
 
 if __name__ == "__main__":

@@ -19,14 +19,17 @@ MODES = ("default", "keep-all", "require-standard")
 
 
 class _Walk:
-    def __init__(self, model, registry: Registry, domain_of_interest, rule_opset: int | None,
-                 report: Report, mode: str, strict, blocked: str | None, target_opset: int,
-                 ops=None, definitions: functions.Definitions | None = None):
-        self.model, self.registry, self.interesting = model, registry, domain_of_interest
+    """One conversion walk: the rules of `registry` applied to the nodes `interesting` selects, the user's
+    choices (mode, strict) read from `report`, which receives a row per node."""
+
+    def __init__(self, model, registry: Registry, interesting, report: Report, *, rule_opset: int | None,
+                 target_opset: int, blocked: str | None = None, ops=None,
+                 definitions: functions.Definitions | None = None):
+        self.model, self.registry, self.interesting = model, registry, interesting
         self.info_model = model  # what types and constants are read from (a function body's own model)
         self.definitions = definitions
         self.in_function = False
-        self.rule_opset, self.report, self.mode, self.strict = rule_opset, report, mode, strict
+        self.rule_opset, self.report, self.mode, self.strict = rule_opset, report, report.mode, report.strict
         self.blocked, self.target_opset = blocked, target_opset
         self.ops = ops if ops is None or callable(ops) else frozenset(ops)
         self._ctx = None
@@ -316,8 +319,9 @@ def lower(model: onnx.ModelProto, mode: str, strict, ops=None, as_functions: boo
     used_before = passes.used_names(model)
     local = _local_calls(model)
     definitions = functions.Definitions(target or TARGET_OPSET) if as_functions else None
-    walk = _Walk(model, LOWERING, lambda n: n.domain == DOMAIN and _key(n) not in local, dialect_opset,
-                 report, mode, strict, blocked, target or TARGET_OPSET, ops, definitions)
+    walk = _Walk(model, LOWERING, lambda n: n.domain == DOMAIN and _key(n) not in local, report,
+                 rule_opset=dialect_opset, target_opset=target or TARGET_OPSET, blocked=blocked, ops=ops,
+                 definitions=definitions)
     walk.graph(model.graph)
     changed = _function_bodies(walk, model, lambda f: opset_of(f, DOMAIN),
                                lambda f: _function_blocked(f, target, blocked), report)
@@ -357,7 +361,7 @@ def raise_(model: onnx.ModelProto, mode: str, strict, ops=None) -> Report:
     if default_opset is None or not any(interesting(n) for n in everywhere):
         passes.pin_ir(model)
         return report
-    walk = _Walk(model, RAISING, interesting, default_opset, report, mode, strict, None, default_opset, ops)
+    walk = _Walk(model, RAISING, interesting, report, rule_opset=default_opset, target_opset=default_opset, ops=ops)
     walk.graph(model.graph)
     changed = _function_bodies(walk, model, lambda f: opset_of(f, "") or default_opset, lambda f: None, report)
     if walk.converted:

@@ -9,8 +9,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from custom_ops._schemas import register_schemas
-from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY
+from custom_ops.schemas import register_schemas
+from custom_ops.element_types import NUMPY_TO_ONNX, ONNX_TO_NUMPY
 
 #: Initializers bigger than this are replaced by typed inputs in the copy given to shape inference.
 _LIGHT_LIMIT = 1024

@@ -21,7 +21,7 @@ _LAZY = {
     "convert": "converters",
     "compare": "onnx_bridge.compare_models",
     "CompareReport": "onnx_bridge.compare_models",
-    "register_schemas": "custom_ops._schemas",
+    "register_schemas": "custom_ops.schemas",
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper
 
-from custom_ops._types import BFLOAT16, NUMPY_TO_ONNX
+from custom_ops.element_types import BFLOAT16, NUMPY_TO_ONNX
 
 
 def graph_input(name: str, value: np.ndarray, dims) -> tuple:

@@ -8,6 +8,8 @@ from typing import Callable
 
 import numpy as np
 
+from custom_ops.element_types import OPENVINO_NAMES, is_integer
+
 from .comparison import measure
 
 
@@ -36,8 +38,7 @@ def _unsigned_small(node, inputs) -> bool:
 
 def _float_out_of_range(node, inputs) -> bool:
     target = node.get_output_element_type(0).get_type_name()
-    kinds = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32,
-             "u32": np.uint32, "i64": np.int64, "u64": np.uint64}
+    kinds = {name: dtype for dtype, name in OPENVINO_NAMES.items() if is_integer(dtype)}
     if not inputs or inputs[0].dtype.kind != "f" or target not in kinds:
         return False
     info = np.iinfo(kinds[target])

@@ -21,7 +21,7 @@ POINTS = 3
 
 
 def _label(node) -> str:
-    from converters.openvino_ir._registry import op_label
+    from converters.openvino_ir import op_label
     return op_label(node)
 
 
@@ -55,7 +55,7 @@ class _Probe:
         """OutputMetrics (OpenVINO as reference) of each (friendly name, port, onnx name, node)."""
         todo = [c for c in candidates if c[:2] not in self.cache]
         if todo:
-            from converters.openvino_ir._types import onnx_type
+            from converters.openvino_ir import onnx_type
             types = {c[2]: onnx_type(c[3].get_output_element_type(c[1])) for c in todo}
             want, got = self.runner.probe([c[:2] for c in todo], [c[2] for c in todo], types)
             for candidate, w, g in zip(todo, want, got):

@@ -10,7 +10,7 @@ InferenceSession is a drop-in onnxruntime.InferenceSession that does this, regis
 failure inside a Python op into an OpError raised from run() instead of an abort.
 
 Concurrency: no lock. Each run collects the errors of its Python ops in a record of its own
-(custom_ops._ort.collecting_errors on the calling thread; sessions with Python ops run in sequential
+(custom_ops.pyops.collecting_errors on the calling thread; sessions with Python ops run in sequential
 execution mode, so the ops run on that thread); the GIL serializes the Python parts, native kernels run
 in parallel. A caller's SessionOptions is copied, never changed.
 """
@@ -28,8 +28,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import custom_ops
 from converters.passes import uses_domain
-from custom_ops._schemas import register_schemas
-from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
+from custom_ops.schemas import register_schemas
+from custom_ops.element_types import NUMPY_TO_ONNX, ONNX_TO_NUMPY, WIDENED_TYPES, type_name
 
 from converters.functions import plain_dialect_nodes
 from converters.model_io import load_model, needs_external_data, opset_of, save_model
@@ -61,7 +61,7 @@ def _preferences(model: onnx.ModelProto):
 
 
 def _ort():
-    from custom_ops import _ort  # registers the PyOps and the invocation hook on first import
+    from custom_ops import pyops as _ort  # registers the PyOps and the invocation hook on first import
     return _ort
 
 
@@ -147,6 +147,37 @@ class _Rewriter:
                              f"import that domain (add opset_import {DOMAIN!r} version 12)")
         self.count += 1
         label = node.name or f"{node.op_type}_{self.count}"
+        attributes = self._checked_attributes(node, label)
+        # The PyOps implement the newest version; an older node is its newest version with defaults.
+        newest = custom_ops.resolve(node.op_type, DIALECT_OPSET)
+        attributes = newest.attribute_values(attributes)
+        unit = custom_ops.unit_of(node.op_type)
+        extra = [helper.make_attribute("_node", label)]
+        # onnxruntime-extensions needs every declared input and output named (one input count per op).
+        inputs = list(node.input) + [""] * (len(newest.inputs) - len(node.input))
+        outputs = [name or f"__bridge_unused_{self.count}_{i}" for i, name in
+                   enumerate(list(node.output) + [""] * (len(newest.outputs) - len(node.output)))]
+        before, after, wide_type, dtype_name = self._widen(node, newest, inputs, outputs)
+        extra.append(helper.make_attribute("_dtype", dtype_name))
+        absent = self._absent_placeholders(node, newest, graph, inputs, wide_type)
+        extra.append(helper.make_attribute("_absent", ",".join(absent)))
+        if unit is not None and unit.pyop_casts is not None:
+            attributes, casts = unit.pyop_casts(attributes)
+            for index, dtype in casts.items():
+                if index < len(node.output) and node.output[index]:
+                    wide = f"{outputs[index]}__bridge_pyop"
+                    after.append(helper.make_node("Cast", [wide], [outputs[index]], to=NUMPY_TO_ONNX[dtype]))
+                    outputs[index] = wide
+        lists = {a.name for a in newest.attributes if a.kind in ("ints", "floats")}  # PyOps take JSON
+        attributes = {name: json.dumps(value) if name in lists else value for name, value in attributes.items()}
+        rewritten = helper.make_node(node.op_type, inputs, outputs, name=node.name, domain=DOMAIN,
+                                     **attributes)
+        rewritten.attribute.extend(extra)
+        return before + [rewritten] + after
+
+    def _checked_attributes(self, node: onnx.NodeProto, label: str) -> dict:
+        """The node's attribute values with its version's defaults, after checking each input's element type
+        against its port's type constraint (OpError naming the node otherwise)."""
         spec = custom_ops.resolve(node.op_type, self.opset)
         given = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         try:
@@ -169,35 +200,36 @@ class _Rewriter:
                     raise OpError(spec.op_type, f"input '{port.name}'", "is required but missing")
         except OpError as error:
             raise error.with_node(label)
-        # The PyOps implement the newest version; an older node is its newest version with defaults.
-        newest = custom_ops.resolve(node.op_type, DIALECT_OPSET)
-        attributes = newest.attribute_values(attributes)
-        unit = custom_ops.unit_of(node.op_type)
+        return attributes
+
+    def _widen(self, node, newest, inputs: list, outputs: list) -> tuple[list, list, str, str]:
+        """(Casts before, Casts after, the data type constraint, the _dtype attribute): a data type the PyOps
+        do not take (WIDENED_TYPES) is cast to float32 on the inputs of its constraint and back on its outputs
+        (`inputs` and `outputs` renamed in place)."""
         # the data input: the first whose constraint admits a widened type (RandomUniform: min_val), else 0
         data_index = next((i for i, port in enumerate(newest.inputs) if i < len(node.input) and node.input[i]
                            and set(newest.type_constraints[port.type_constraint]) & set(WIDENED_TYPES)), 0)
         data_code = self.types[node.input[data_index]]
-        extra = [helper.make_attribute("_node", label)]
-        # onnxruntime-extensions needs every declared input and output named (one input count per op).
-        inputs = list(node.input) + [""] * (len(newest.inputs) - len(node.input))
-        outputs = [name or f"__bridge_unused_{self.count}_{i}" for i, name in
-                   enumerate(list(node.output) + [""] * (len(newest.outputs) - len(node.output)))]
-        before, after, absent = [], [], []
         wide_type = newest.inputs[data_index].type_constraint  # the data type: widened together
-        if data_code in _WIDENED_CODES:
-            extra.append(helper.make_attribute("_dtype", type_name(ONNX_TO_NUMPY[data_code])))
-            for index in [i for i, port in enumerate(newest.inputs)
-                          if port.type_constraint == wide_type and inputs[i]]:
-                wide = f"{inputs[index]}__bridge_f32_{self.count}"
-                before.append(helper.make_node("Cast", [inputs[index]], [wide], to=TensorProto.FLOAT))
-                inputs[index] = wide
-            for index in [i for i, port in enumerate(newest.outputs)
-                          if port.type_constraint == wide_type and i < len(node.output) and node.output[i]]:
-                wide = f"{outputs[index]}__bridge_f32"
-                after.append(helper.make_node("Cast", [wide], [outputs[index]], to=data_code))
-                outputs[index] = wide
-        else:
-            extra.append(helper.make_attribute("_dtype", ""))
+        before, after = [], []
+        if data_code not in _WIDENED_CODES:
+            return before, after, wide_type, ""
+        for index in [i for i, port in enumerate(newest.inputs)
+                      if port.type_constraint == wide_type and inputs[i]]:
+            wide = f"{inputs[index]}__bridge_f32_{self.count}"
+            before.append(helper.make_node("Cast", [inputs[index]], [wide], to=TensorProto.FLOAT))
+            inputs[index] = wide
+        for index in [i for i, port in enumerate(newest.outputs)
+                      if port.type_constraint == wide_type and i < len(node.output) and node.output[i]]:
+            wide = f"{outputs[index]}__bridge_f32"
+            after.append(helper.make_node("Cast", [wide], [outputs[index]], to=data_code))
+            outputs[index] = wide
+        return before, after, wide_type, type_name(ONNX_TO_NUMPY[data_code])
+
+    def _absent_placeholders(self, node, newest, graph: onnx.GraphProto, inputs: list, wide_type: str) -> list:
+        """The indices (as strings) of absent optional inputs, each given an empty initializer (renamed in
+        `inputs`) of the type its constraint is bound to, else int64 or the constraint's first type."""
+        absent = []
         for index, port in enumerate(newest.inputs):
             if not inputs[index]:  # an absent optional input: an empty placeholder the op is told about
                 allowed = newest.type_constraints[port.type_constraint]
@@ -211,20 +243,7 @@ class _Rewriter:
                 inputs[index] = f"__bridge_absent_{self.count}_{index}"
                 graph.initializer.append(numpy_helper.from_array(np.zeros(0, dtype), inputs[index]))
                 absent.append(str(index))
-        extra.append(helper.make_attribute("_absent", ",".join(absent)))
-        if unit is not None and unit.pyop_casts is not None:
-            attributes, casts = unit.pyop_casts(attributes)
-            for index, dtype in casts.items():
-                if index < len(node.output) and node.output[index]:
-                    wide = f"{outputs[index]}__bridge_pyop"
-                    after.append(helper.make_node("Cast", [wide], [outputs[index]], to=NUMPY_TO_ONNX[dtype]))
-                    outputs[index] = wide
-        lists = {a.name for a in newest.attributes if a.kind in ("ints", "floats")}  # PyOps take JSON
-        attributes = {name: json.dumps(value) if name in lists else value for name, value in attributes.items()}
-        rewritten = helper.make_node(node.op_type, inputs, outputs, name=node.name, domain=DOMAIN,
-                                     **attributes)
-        rewritten.attribute.extend(extra)
-        return before + [rewritten] + after
+        return absent
 
 
 def prepare_model(model) -> onnx.ModelProto:
@@ -303,7 +322,7 @@ def session_options(user: ort.SessionOptions | None, *, python_ops: bool) -> ort
         for key in _CONFIG_KEYS:
             try:
                 value = user.get_session_config_entry(key)
-            except Exception:  # not set
+            except RuntimeError:  # not set (onnxruntime raises RuntimeError for an unset key)
                 continue
             options.add_session_config_entry(key, value)
     options.log_severity_level = 4

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import onnx
 
-from custom_ops._types import ONNX_TO_NUMPY
+from custom_ops.element_types import ONNX_TO_NUMPY
 
 _PAIRS = ((re.compile(r"past_key_values\.(.+)"), "present.{}"),
           (re.compile(r"input_restored\.(.+)"), "output_restored.{}"))

@@ -1,4 +1,4 @@
-"""Users' own Python ops, on the machinery that runs the dialect ops (custom_ops._ort).
+"""Users' own Python ops, on the machinery that runs the dialect ops (custom_ops.pyops).
 
     @onnx_bridge.custom_op("SoftShrink", domain="ai.example")      # outputs default ["T"]: input 0's type
     def soft_shrink(x, *, lambd=0.5):
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto, helper
 
-from custom_ops._types import DATA_TYPES, WIDENED_TYPES, dtype_from_name, type_name
+from custom_ops.element_types import DATA_TYPES, WIDENED_TYPES, dtype_from_name, type_name
 
 from .errors import BridgeError, ModelError, OpError
 
@@ -38,7 +38,7 @@ _OPS: dict[tuple[str, str], "UserOp"] = {}
 
 
 def _ort():
-    from custom_ops import _ort
+    from custom_ops import pyops as _ort
     return _ort
 
 
@@ -107,7 +107,7 @@ class UserOp:
             raise OpError(self.name, "attributes", str(error), value=sorted(given),
                           allowed=list(self.attributes) or "none", node=node) from None
 
-    # Called by custom_ops._ort's invocation hook (feed: carried arrays; attributes: hidden strings).
+    # Called by custom_ops.pyops' invocation hook (feed: carried arrays; attributes: hidden strings).
     def __call__(self, feed, attributes, carried_outputs):
         node = attributes.get("_node") or None
         logical = _logical_types(attributes["_types"])
@@ -230,7 +230,7 @@ def rewrite_node(node, label: str, type_of, count: int):
     if len(node.input) != len(op.inputs) or not all(node.input):
         raise OpError(op.name, "inputs", "wrong number of inputs", value=len([i for i in node.input if i]),
                       allowed=len(op.inputs), node=label)
-    from custom_ops._types import NUMPY_TO_ONNX, ONNX_TO_NUMPY
+    from custom_ops.element_types import NUMPY_TO_ONNX, ONNX_TO_NUMPY
     logical = []
     for index, name in enumerate(node.input):
         code = type_of(name, f"input {index}")

@@ -1,5 +1,7 @@
 import importlib.util
+import zlib
 
+import numpy as np
 import pytest
 
 
@@ -15,3 +17,15 @@ def pytest_collection_modifyitems(config, items):
             for item in items:
                 if marker in item.keywords:
                     item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _module_rng_per_test(request, monkeypatch):
+    """A test module's `RNG` (module level, drawn from by its value helpers while a test runs) is seeded from
+    the test's own name for the test's duration: each test, every parametrized case too, draws the same
+    values run alone, in any order or on any xdist worker. Tables the module builds at import keep the
+    module's own seed."""
+    module = request.module
+    if isinstance(getattr(module, "RNG", None), np.random.Generator):
+        seed = zlib.crc32(f"{module.__name__}::{request.node.name}".encode())
+        monkeypatch.setattr(module, "RNG", np.random.default_rng(seed))

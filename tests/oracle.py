@@ -1,4 +1,4 @@
-"""A deliberately naive second implementation of DIALECT.md section 2, to check the kernels against.
+"""A deliberately naive second implementation of docs/dialect.md section 2, to check the kernels against.
 
 Python loops over every element, exact Python integers, float arithmetic one step at a time in the
 compute type (float32 for float16/bfloat16/float32, float64 for float64), data first and then the

@@ -35,10 +35,7 @@ def test_kernel_matches_openvino_bit_for_bit():
 
 @pytest.mark.parametrize("case", check.cases(UNIT)[:4], ids=lambda c: c.id)
 def test_import_session_export_backend(case, tmp_path):
-    check.check_import_and_session(UNIT, case)
-    check.check_export(UNIT, case, tmp_path)
-    check.check_backend(UNIT, case)
-    check.check_reference_and_schema(UNIT, case)
+    check.check_end_to_end(UNIT, case, tmp_path)
 
 
 def test_adjoint_is_the_inverse_of_the_transpose():

@@ -18,20 +18,12 @@ UNIT = custom_ops.unit_of("MulticlassNms")
 
 
 def test_kernel_matches_openvino_on_generated_cases():
-    count = 0
-    for seed in range(3):
-        for case in check.cases(UNIT, seed):
-            check.check_kernel_against_openvino(UNIT, case)
-            count += 1
-    assert count == 72
+    assert check.check_generated_cases(UNIT, seeds=range(3)) == 72
 
 
 @pytest.mark.parametrize("case", check.cases(UNIT)[:4], ids=lambda c: c.id)
 def test_import_session_export_backend(case, tmp_path):
-    check.check_import_and_session(UNIT, case)
-    check.check_export(UNIT, case, tmp_path)
-    check.check_backend(UNIT, case)
-    check.check_reference_and_schema(UNIT, case)
+    check.check_end_to_end(UNIT, case, tmp_path)
 
 
 def test_iou_equal_to_the_threshold_suppresses():
@@ -68,10 +60,7 @@ def test_matrix_nms_matches_openvino_on_generated_cases():
 @pytest.mark.parametrize("case", [c for c in check.cases(MATRIX) if c.attributes["decay_function"] == "gaussian"][:3],
                          ids=lambda c: c.id)
 def test_matrix_nms_import_session_export_backend(case, tmp_path):
-    check.check_import_and_session(MATRIX, case)
-    check.check_export(MATRIX, case, tmp_path)
-    check.check_backend(MATRIX, case)
-    check.check_reference_and_schema(MATRIX, case)
+    check.check_end_to_end(MATRIX, case, tmp_path)
 
 
 @pytest.mark.parametrize("case,message", MATRIX.bad_cases(), ids=lambda c: getattr(c, "id", ""))
@@ -89,20 +78,12 @@ ROTATED = custom_ops.unit_of("NMSRotated")
 
 
 def test_nms_rotated_matches_openvino_on_generated_cases():
-    count = 0
-    for seed in range(3):
-        for case in check.cases(ROTATED, seed):
-            check.check_kernel_against_openvino(ROTATED, case)
-            count += 1
-    assert count == 60
+    assert check.check_generated_cases(ROTATED, seeds=range(3)) == 60
 
 
 @pytest.mark.parametrize("case", check.cases(ROTATED)[:3], ids=lambda c: c.id)
 def test_nms_rotated_import_session_export_backend(case, tmp_path):
-    check.check_import_and_session(ROTATED, case)
-    check.check_export(ROTATED, case, tmp_path)
-    check.check_backend(ROTATED, case)
-    check.check_reference_and_schema(ROTATED, case)
+    check.check_end_to_end(ROTATED, case, tmp_path)
 
 
 @pytest.mark.parametrize("case,message", ROTATED.bad_cases(), ids=lambda c: getattr(c, "id", ""))

@@ -22,14 +22,12 @@ SCRIPT = textwrap.dedent("""
     import custom_ops
     from custom_ops.ops.detection import proposal as module
     from tests.helpers import units as check
-    from tests.test_dialect_detection import _static_model, _static_dialect_model
-    check.openvino_model, check.dialect_model = _static_model, _static_dialect_model
     module.muladd = lambda a, b, c: (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(a.dtype)
     unit = custom_ops.unit_of("Proposal")
     compared = 0
     for seed in range(3):
         for case in check.cases(unit, seed):
-            got, want = check.kernel_outputs(unit, case), check.openvino_outputs(unit, case)
+            got, want = check.kernel_outputs(unit, case), check.openvino_outputs(unit, case, static=True)
             rois = np.flatnonzero(want[0][:, 0] == -1)
             used = rois[0] if rois.size else len(want[0])
             np.testing.assert_array_equal(got[0], want[0], err_msg=case.id)
@@ -38,18 +36,18 @@ SCRIPT = textwrap.dedent("""
     for case in check.cases(unit)[:2]:
         from converters.openvino_ir import import_ir
         import onnx_bridge
-        model = import_ir(check.openvino_model(unit, case))
+        model = import_ir(check.openvino_model(unit, case, static=True))
         got = onnx_bridge.InferenceSession(model.SerializeToString()).run(None, check.feeds(unit, case))
-        want = check.openvino_outputs(unit, case)
+        want = check.openvino_outputs(unit, case, static=True)
         np.testing.assert_array_equal(got[0], want[0], err_msg=case.id)
-        check.check_export(unit, case, pathlib.Path(tempfile.mkdtemp()))
-        check.check_reference_and_schema(unit, case)
+        check.check_export(unit, case, pathlib.Path(tempfile.mkdtemp()), static=True)
+        check.check_reference_and_schema(unit, case, static=True)
     for case in check.cases(unit)[:3]:   # Proposal-1: the same rois, no probs output; imported with rois only
         import onnx, openvino as ov
         from openvino.utils.node_factory import NodeFactory
         from converters.openvino_ir import import_ir, export_ir
         import onnx_bridge
-        v4 = check.openvino_model(unit, case)
+        v4 = check.openvino_model(unit, case, static=True)
         parameters = list(v4.get_parameters())
         attributes = unit.openvino.ov_attributes(unit.newest.attribute_values(case.attributes))
         node = NodeFactory("opset1").create("Proposal", [p.output(0) for p in parameters], attributes)

@@ -19,20 +19,12 @@ UNITS = {op: custom_ops.unit_of(op) for op in OPS}
 
 @pytest.mark.parametrize("op", OPS)
 def test_kernel_matches_openvino_on_generated_cases(op):
-    count = 0
-    for seed in range(2):
-        for case in check.cases(UNITS[op], seed):
-            check.check_kernel_against_openvino(UNITS[op], case)
-            count += 1
-    assert count >= 46
+    assert check.check_generated_cases(UNITS[op], seeds=range(2)) >= 46
 
 
 @pytest.mark.parametrize("op,case", [pytest.param(op, c, id=c.id) for op in OPS for c in check.cases(UNITS[op])[:3]])
 def test_import_session_export_backend(op, case, tmp_path):
-    check.check_import_and_session(UNITS[op], case)
-    check.check_export(UNITS[op], case, tmp_path)
-    check.check_backend(UNITS[op], case)
-    check.check_reference_and_schema(UNITS[op], case)
+    check.check_end_to_end(UNITS[op], case, tmp_path)
 
 
 def test_nan_scores_follow_max_element():
@@ -68,10 +60,7 @@ def test_ctc_loss_matches_openvino_on_generated_cases():
 
 @pytest.mark.parametrize("case", check.cases(CTC_LOSS)[:3], ids=lambda c: c.id)
 def test_ctc_loss_import_session_export_backend(case, tmp_path):
-    check.check_import_and_session(CTC_LOSS, case, CTC_LOSS_LIBM)
-    check.check_export(CTC_LOSS, case, tmp_path, CTC_LOSS_LIBM)
-    check.check_backend(CTC_LOSS, case, CTC_LOSS_LIBM)
-    check.check_reference_and_schema(CTC_LOSS, case)
+    check.check_end_to_end(CTC_LOSS, case, tmp_path, CTC_LOSS_LIBM)
 
 
 @pytest.mark.parametrize("case,message", CTC_LOSS.bad_cases(), ids=lambda c: getattr(c, "id", ""))

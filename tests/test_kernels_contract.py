@@ -1,4 +1,4 @@
-"""The kernels on the contract's cases (DIALECT.md section 2 and the research tables), each checked
+"""The kernels on the contract's cases (docs/dialect.md section 2 and the research tables), each checked
 against its literal expected value and against the independent oracle (tests/oracle.py); then the
 kernels against the oracle on the whole generated grid (no OpenVINO needed)."""
 import math

@@ -115,7 +115,7 @@ def test_no_updates(reduction, dtype):
 
 
 def test_seeds_of_the_contract():
-    """DIALECT.md section 3: sum with use_init_val 1 and 0, both lowered, reproduce the seed numbers."""
+    """docs/dialect.md section 3: sum with use_init_val 1 and 0, both lowered, reproduce the seed numbers."""
     for use_init_val, indices, expected in ((1, [1, 0, 0, -2, -1, 2], [52, 13, 104, 76]),
                                             (0, [1, 0, 0, 2, 3, 2], [50, 10, 100, 70])):
         values = {"data": np.array([2, 3, 4, 6]), "idx": np.array(indices),

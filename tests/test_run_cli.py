@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 import onnx_bridge
 from onnx_bridge.cli import main
-from onnx_bridge.commands.run import random_inputs
+from onnx_bridge.inputs import random_inputs
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -1,4 +1,4 @@
-"""Every seed example of DIALECT.md section 3, through the kernels and through onnxruntime."""
+"""Every seed example of docs/dialect.md section 3, through the kernels and through onnxruntime."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper

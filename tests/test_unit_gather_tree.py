@@ -18,24 +18,12 @@ CASES = check.cases(UNIT)
 
 
 def test_kernel_matches_openvino_on_many_cases():
-    count = 0
-    for seed in range(4):
-        for case in check.cases(UNIT, seed):
-            check.check_kernel_against_openvino(UNIT, case)
-            count += 1
-    assert count >= 50
+    assert check.check_generated_cases(UNIT, seeds=range(4)) >= 50
 
 
 @pytest.mark.parametrize("case", CASES[:4], ids=lambda c: c.id)
-def test_import_session_export(case, tmp_path):
-    check.check_import_and_session(UNIT, case)
-    check.check_export(UNIT, case, tmp_path)
-
-
-@pytest.mark.parametrize("case", CASES[:4], ids=lambda c: c.id)
-def test_backend_schema_reference(case):
-    check.check_backend(UNIT, case)
-    check.check_reference_and_schema(UNIT, case)
+def test_import_session_export_backend(case, tmp_path):
+    check.check_end_to_end(UNIT, case, tmp_path)
 
 
 def test_float16_through_the_session():

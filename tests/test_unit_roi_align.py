@@ -10,7 +10,6 @@ import pytest
 import custom_ops
 from custom_ops.config import DOMAIN
 from tests.helpers import units as check
-from tests.test_dialect_detection import _static_dialect_model, _static_model
 
 pytestmark = pytest.mark.openvino
 
@@ -18,33 +17,20 @@ UNIT = custom_ops.unit_of("ROIAlign")
 CASES = check.cases(UNIT)
 
 
-@pytest.fixture(autouse=True)
-def static_oracle(monkeypatch):
-    monkeypatch.setattr(check, "openvino_model", _static_model)
-    monkeypatch.setattr(check, "dialect_model", _static_dialect_model)
-
-
 def test_kernel_matches_openvino_on_many_cases():
-    count = 0
-    for seed in range(5):
-        for case in check.cases(UNIT, seed):
-            check.check_kernel_against_openvino(UNIT, case)
-            count += 1
-    assert count >= 100
+    assert check.check_generated_cases(UNIT, seeds=range(5), static=True) >= 100
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.attributes["mode"] == "max"
                                   or c.attributes["aligned_mode"] != "asymmetric"][:4], ids=lambda c: c.id)
 def test_rule_imports_the_unit_where_onnx_is_not_exact(case, tmp_path):
-    check.check_import_and_session(UNIT, case)
-    check.check_export(UNIT, case, tmp_path)
-    check.check_reference_and_schema(UNIT, case)
+    check.check_end_to_end(UNIT, case, tmp_path, static=True, backend=False)
 
 
 def test_avg_asymmetric_stays_standard_roi_align():
     from converters.openvino_ir import import_ir
     case = next(c for c in CASES if c.attributes["mode"] == "avg" and c.attributes["aligned_mode"] == "asymmetric")
-    imported = import_ir(check.openvino_model(UNIT, case))
+    imported = import_ir(check.openvino_model(UNIT, case, static=True))
     assert [(n.domain, n.op_type) for n in imported.graph.node if n.op_type in ("RoiAlign", "ROIAlign")] == \
         [("", "RoiAlign")]
     assert not [n for n in imported.graph.node if n.domain == DOMAIN]
@@ -58,7 +44,7 @@ def test_max_starts_from_zero_and_empty_bins_are_zero():
     rois = np.asarray([[0, 0, 2, 2]], np.float32)
     base = {"pooled_h": 2, "pooled_w": 2, "spatial_scale": 1.0}
     case = Case("negative", (data, rois, np.asarray([0], np.int32)), dict(base, sampling_ratio=2, mode="max"))
-    check.check_kernel_against_openvino(UNIT, case)
+    check.check_kernel_against_openvino(UNIT, case, static=True)
     np.testing.assert_array_equal(check.kernel_outputs(UNIT, case)[0], 0)
     empty = Case("empty", (data, np.asarray([[1, 1, 1, 1]], np.float32), np.asarray([0], np.int32)),
                  dict(base, sampling_ratio=0, mode="avg", aligned_mode="half_pixel"))

@@ -6,8 +6,8 @@ import onnx
 from onnx import TensorProto
 
 import custom_ops
-from custom_ops import _checks as check
-from custom_ops._types import NUMPY_TO_ONNX, type_name
+from custom_ops import checks as check
+from custom_ops.element_types import NUMPY_TO_ONNX, type_name
 from custom_ops.errors import OpError
 
 from ..graph import Builder

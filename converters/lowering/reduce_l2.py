@@ -22,8 +22,8 @@ import math
 import numpy as np
 from onnx import TensorProto
 
-from custom_ops import _checks as check
-from custom_ops._types import BFLOAT16, type_name
+from custom_ops import checks as check
+from custom_ops.element_types import BFLOAT16, type_name
 from custom_ops.ops.reduction.reduce_l2 import normalized_axes
 from custom_ops.config import DOMAIN
 from custom_ops.errors import OpError

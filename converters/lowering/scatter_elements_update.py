@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from custom_ops._types import BFLOAT16, compute_dtype, is_bool, is_float, type_name
+from custom_ops.element_types import BFLOAT16, compute_dtype, is_bool, is_float, type_name
 from custom_ops.ops.scatter.scatter_elements_update import neutral_value
 from custom_ops.config import DOMAIN
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from custom_ops._types import ONNX_TO_NUMPY, is_float, type_name
+from custom_ops.element_types import ONNX_TO_NUMPY, is_float, type_name
 from custom_ops.config import DOMAIN
 
 from ..registry import LOWERING
@@ -88,15 +88,7 @@ def lower_v10(node, ctx):
     b.op("Unique", [key], names, sorted=attributes["sorted"], **unique_axis)
     if not direct and outputs[0]:
         b.op("Gather", [source, names[1]], [outputs[0]], axis=gather_axis, hint="unique_values")
-    check = None
-    for index in (1, 2, 3):
-        if outputs[index] and attributes[kinds[index]] == "i32":
-            if check is None:  # the dialect fails when the counts do not fit int32; so does the graph
-                elements = b.dims_product(data) if axis is None else b.dims(data, axis, axis + 1)
-                fits = b.op("LessOrEqual", [elements, b.int64s([2**31 - 1], hint="int32_max")], hint="fits")
-                check = runtime_check(b, b.cast(fits, TensorProto.INT64))
-            checked = b.op("Add", [names[index], check], hint=f"checked_{index}")
-            b.cast(checked, TensorProto.INT32, output=outputs[index])
+    narrowed = _int32_outputs(b, data, axis, names, outputs, [attributes[kind] if kind else None for kind in kinds])
     what = "Unique-11" + ("" if axis is None else f" over slices along axis {axis}")
     if dtype == np.float64:
         notes.insert(0, "NaN-safe key: (IsNaN, value) pairs")
@@ -107,9 +99,24 @@ def lower_v10(node, ctx):
                                                                  if dtype == np.uint64 else ""))
     action = "decomposed" if floating or dtype == np.uint64 or notes and "zero column" in notes[-1] \
         else "lowered"
-    if check is not None:
+    if narrowed:
         notes.append("i32 outputs cast from int64 (size checked)")
     return Converted(b, action, "; ".join([what] + notes))
+
+
+def _int32_outputs(b, data, axis, names: list, outputs: list, types: list) -> bool:
+    """The index and count outputs asked as i32: Unique's int64 ones cast, after a run-time check that the
+    counts fit int32 (the dialect fails otherwise; so does the graph). Whether there were any."""
+    check = None
+    for index in (1, 2, 3):
+        if outputs[index] and types[index] == "i32":
+            if check is None:
+                elements = b.dims_product(data) if axis is None else b.dims(data, axis, axis + 1)
+                fits = b.op("LessOrEqual", [elements, b.int64s([2**31 - 1], hint="int32_max")], hint="fits")
+                check = runtime_check(b, b.cast(fits, TensorProto.INT64))
+            checked = b.op("Add", [names[index], check], hint=f"checked_{index}")
+            b.cast(checked, TensorProto.INT32, output=outputs[index])
+    return check is not None
 
 
 def _known_width(shape, axis):

@@ -25,10 +25,15 @@ from custom_ops.errors import ModelError
 
 from . import rules  # noqa: F401  (registers the import rules)
 from ._exporter import export_ir, openvino, to_openvino
-from ._importer import import_model
-from ._registry import supported_ops
+from ._frontend import OpenVINOError, core_with_extensions, extended_core, read_onnx
+from ._frontend import reason as openvino_reason
+from ._importer import NAMES_KEY, import_model
+from ._registry import op_label, op_table, supported_ops
+from ._types import onnx_type
 
-__all__ = ["import_ir", "export_ir", "to_openvino", "supported_ops"]
+__all__ = ["import_ir", "export_ir", "to_openvino", "supported_ops", "openvino", "OpenVINOError",
+           "core_with_extensions", "extended_core", "read_onnx", "openvino_reason", "NAMES_KEY", "op_label",
+           "op_table", "onnx_type"]
 
 
 @functools.lru_cache(maxsize=None)

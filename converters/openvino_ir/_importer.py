@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from custom_ops._types import NUMPY_TO_ONNX
+from custom_ops.element_types import NUMPY_TO_ONNX
 from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 from custom_ops.errors import ConversionError
 
@@ -351,29 +351,62 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     ctx.walk(ov_model)
     ctx.shared.progress.done()
     shared = ctx.shared
-    if shared.states and not shared.problems:
-        try:
-            state_inputs, state_outputs = state_boundary(ctx)
-        except Unsupported as reason:
-            shared.problems.append(f"state: {reason}")
-    if shared.missing or shared.problems:
-        lines = [f"cannot import {source} into ONNX"]
-        if shared.missing:
-            total = sum(shared.missing.values())
-            listed = ", ".join(f"{label} (x{count})" for label, count in sorted(shared.missing.items()))
-            lines.append(f"{len(shared.missing)} unsupported OpenVINO op type(s) ({total} node(s)): {listed}")
-        lines += [f"unsupported configuration: {problem}" for problem in shared.problems]
-        lines.append("supported ops: converters.openvino_ir.supported_ops() / docs/openvino_ir.md")
-        raise ConversionError("\n  ".join(lines))
+    state_inputs, state_outputs = _state_ports(ctx)
+    _refuse_problems(shared, source)
     if notes is not None:
         notes.extend(shared.notes)
 
     ctx.begin(None)
     inputs = [ctx.inputs[p.get_name()] for p in ov_model.get_parameters() if p.get_name() != beam_idx]
     results = [(None, ctx.outputs[r.get_name()], r.input_value(0)) for r in ov_model.get_results()]
-    if shared.states:  # variables: inputs and outputs as OpenVINO's stateful_to_stateless_transformation
-        inputs += state_inputs
-        results += state_outputs
+    # variables: inputs and outputs as OpenVINO's stateful_to_stateless_transformation
+    inputs += state_inputs
+    results += state_outputs
+    outputs = _graph_outputs(ctx, inputs, results)
+    _drop_unread_unpacked(ctx, outputs)
+    if int8 == "qdq":
+        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values())
+    referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
+    live = _live(ctx.nodes, referenced)
+    model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,
+                                                outputs),
+                              opset_imports=_opset_imports(ctx, live, source), ir_version=IR_VERSION,
+                              producer_name="onnx-bridge", doc_string=doc or f"imported from {source}")
+    model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
+    _write_initializers(model, ctx.initializers, referenced, defer)
+    _record_names(model, ov_model, shared.names)
+    return model
+
+
+def _state_ports(ctx: Context) -> tuple[list, list]:
+    """The graph inputs and results standing for the model's variables ([] and [] without any); a state the
+    conversion cannot express is recorded as a problem."""
+    shared = ctx.shared
+    if shared.states and not shared.problems:
+        try:
+            return state_boundary(ctx)
+        except Unsupported as reason:
+            shared.problems.append(f"state: {reason}")
+    return [], []
+
+
+def _refuse_problems(shared, source: str) -> None:
+    """ConversionError listing every unsupported op type and configuration the walk met, if any."""
+    if not (shared.missing or shared.problems):
+        return
+    lines = [f"cannot import {source} into ONNX"]
+    if shared.missing:
+        total = sum(shared.missing.values())
+        listed = ", ".join(f"{label} (x{count})" for label, count in sorted(shared.missing.items()))
+        lines.append(f"{len(shared.missing)} unsupported OpenVINO op type(s) ({total} node(s)): {listed}")
+    lines += [f"unsupported configuration: {problem}" for problem in shared.problems]
+    lines.append("supported ops: converters.openvino_ir.supported_ops() / docs/openvino_ir.md")
+    raise ConversionError("\n  ".join(lines))
+
+
+def _graph_outputs(ctx: Context, inputs: list, results: list) -> list:
+    """value_info of each result; a value that is an input, a constant, another output or not the wanted name
+    is given its own name through an Identity."""
     outputs, used = [], {i.name for i in inputs} | {name for name, _, _ in ctx.initializers}
     for wanted, value, source_output in results:
         if value in used or (wanted is not None and value != wanted):  # a distinct name produced by a node
@@ -381,17 +414,23 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         used.add(value)
         code = onnx_type(source_output.get_element_type())
         outputs.append(value_info(value, code, source_output.get_partial_shape()))
-    if any(isinstance(array, Unpacked) for _, _, array in ctx.initializers):  # u4/i4 a live node reads
+    return outputs
+
+
+def _drop_unread_unpacked(ctx: Context, outputs: list) -> None:
+    """u4/i4 constants a live node reads are unpacked; the others stay packed (for dequantized_weights)."""
+    if any(isinstance(array, Unpacked) for _, _, array in ctx.initializers):
         read = {o.name for o in outputs}
         _live(ctx.nodes, read)
         ctx.initializers[:] = [(name, code, array.array() if isinstance(array, Unpacked) else array)
                                for name, code, array in ctx.initializers
                                if name in read or not isinstance(array, Unpacked)]
-    if int8 == "qdq":
-        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values())
-    referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
-    live = _live(ctx.nodes, referenced)
-    opset = max([TARGET_OPSET] + [shared.opset_of.get(n.output[0], 0) for n in live])
+
+
+def _opset_imports(ctx: Context, live: list, source: str) -> list:
+    """The model's opset imports: the highest opset a live node needs (4-bit weights: DequantizeLinear-21,
+    refused where that changes another op), com.microsoft and the dialect when used."""
+    opset = max([TARGET_OPSET] + [ctx.shared.opset_of.get(n.output[0], 0) for n in live])
     if opset > TARGET_OPSET:  # 4-bit weights: DequantizeLinear-21 (rules/quantization.py)
         changed = sorted({f"{n.op_type} ({CHANGED_BY_OPSET_21[n.op_type]})" for n in live
                           if n.op_type in CHANGED_BY_OPSET_21})
@@ -403,15 +442,15 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         opsets.append(helper.make_opsetid(MICROSOFT, 1))
     if ctx.uses_dialect:
         opsets.append(helper.make_opsetid(DOMAIN, DIALECT_OPSET))
-    model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,
-                                                outputs),
-                              opset_imports=opsets, ir_version=IR_VERSION, producer_name="onnx-bridge",
-                              doc_string=doc or f"imported from {source}")
-    model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
-    # Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed. The others
-    # are written straight into the model, or left to `defer` (their bytes are written by save_model).
+    return opsets
+
+
+def _write_initializers(model: onnx.ModelProto, initializers: list, referenced: set,
+                        defer: Weights | None) -> None:
+    """The referenced constants into the model, or left to `defer` (their bytes are written by save_model).
+    Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed."""
     mapped = MappedPages() if defer is None else None
-    for name, code, array in ctx.initializers:
+    for name, code, array in initializers:
         if name in referenced:
             dense = isinstance(array, np.ndarray)  # else packed 4-bit values (_types.Nibbles)
             if defer is not None and array.size > DEFER_ELEMENTS:
@@ -420,8 +459,6 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
                 fill_tensor(model.graph.initializer.add(), array, name, code)
                 if mapped is not None:  # copied: the weights are not held twice
                     mapped.release(array if dense else array.packed)
-    _record_names(model, ov_model, shared.names)
-    return model
 
 
 #: metadata_props key of the OpenVINO output -> ONNX value map (JSON {"friendly name:port": value name})

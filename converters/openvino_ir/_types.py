@@ -4,20 +4,15 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper
 
-from custom_ops._types import BFLOAT16, ONNX_TO_NUMPY
+from custom_ops.element_types import (BFLOAT16, FLOAT_TYPES, INTEGER_TYPES, NUMPY_TO_ONNX, ONNX_TO_NUMPY,
+                                     OPENVINO_NAMES)
 
-#: OpenVINO element type name (ov.Type.get_type_name()) -> ONNX element type.
-OV_TO_ONNX = {
-    "boolean": TensorProto.BOOL,
-    "i8": TensorProto.INT8, "u8": TensorProto.UINT8, "i16": TensorProto.INT16, "u16": TensorProto.UINT16,
-    "i32": TensorProto.INT32, "u32": TensorProto.UINT32, "i64": TensorProto.INT64, "u64": TensorProto.UINT64,
-    "f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16, "f32": TensorProto.FLOAT,
-    "f64": TensorProto.DOUBLE, "string": TensorProto.STRING,
-}
-INTEGER_CODES = frozenset({TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
-                           TensorProto.INT32, TensorProto.UINT32, TensorProto.INT64, TensorProto.UINT64})
-UNSIGNED_CODES = frozenset({TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64})
-FLOAT_CODES = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE})
+#: OpenVINO element type name (ov.Type.get_type_name()) -> ONNX element type: custom_ops' one type table
+#: (OPENVINO_NAMES, NUMPY_TO_ONNX) read the other way.
+OV_TO_ONNX = {name: NUMPY_TO_ONNX[dtype] for dtype, name in OPENVINO_NAMES.items()}
+INTEGER_CODES = frozenset(NUMPY_TO_ONNX[dtype] for dtype in INTEGER_TYPES)
+UNSIGNED_CODES = frozenset(NUMPY_TO_ONNX[dtype] for dtype in INTEGER_TYPES if dtype.kind == "u")
+FLOAT_CODES = frozenset(NUMPY_TO_ONNX[dtype] for dtype in FLOAT_TYPES)
 
 
 def onnx_type(ov_type) -> int | None:
@@ -107,7 +102,7 @@ def constant_array(constant) -> np.ndarray:
         return unpack_nibbles(constant.get_data(), type_name == "i4", constant.get_output_shape(0))
     data = np.asarray(constant.get_data()).view()  # shaped as the output (reading the shape costs more)
     data.flags.writeable = False
-    if type_name == "bf16":
+    if type_name == OPENVINO_NAMES[BFLOAT16]:
         data = data.view(np.uint16).view(BFLOAT16)
     return data
 
@@ -142,7 +137,7 @@ class MappedPages:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
             self.madvise = libc.madvise
-        except Exception:
+        except (OSError, ValueError, IndexError, AttributeError):  # no /proc, an odd line, no madvise
             self.ranges, self.madvise = [], None
 
     def release(self, array: np.ndarray) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from custom_ops._types import DATA_TYPES, type_name
+from custom_ops.element_types import DATA_TYPES, type_name
 
 from ..rules import Keep, RuleContext
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from custom_ops._types import NUMPY_TO_ONNX, is_float, type_name
+from custom_ops.element_types import NUMPY_TO_ONNX, is_float, type_name
 from custom_ops.config import DIALECT_OPSET, DOMAIN
 
 from ..registry import RAISING

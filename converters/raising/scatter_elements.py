@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from custom_ops._types import BFLOAT16, NUMPY_TO_ONNX, is_float, type_name
+from custom_ops.element_types import BFLOAT16, NUMPY_TO_ONNX, is_float, type_name
 from custom_ops.config import DIALECT_OPSET, DOMAIN
 
 from ..registry import RAISING

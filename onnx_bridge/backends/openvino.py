@@ -19,10 +19,10 @@ import numpy as np
 
 from custom_ops import resolve, unit_of, units
 from custom_ops.unit import present
-from custom_ops._types import BFLOAT16, OPENVINO_NAMES, STRING
-from converters.openvino_ir._frontend import OpenVINOError, core_with_extensions, extended_core, read_onnx  # noqa: F401
-from converters.openvino_ir._frontend import openvino
-from converters.openvino_ir._frontend import reason as _reason
+from custom_ops.element_types import BFLOAT16, OPENVINO_NAMES, STRING
+from converters.openvino_ir import OpenVINOError, core_with_extensions, extended_core, read_onnx  # noqa: F401
+from converters.openvino_ir import openvino
+from converters.openvino_ir import openvino_reason as _reason
 from custom_ops.config import DIALECT_OPSET
 from custom_ops.errors import BridgeError, OpError
 

@@ -64,7 +64,7 @@ def main(args) -> int:
 
     if args.list_ops:
         import converters.openvino_ir  # noqa: F401  (registers the rules)
-        from converters.openvino_ir._registry import op_table
+        from converters.openvino_ir import op_table
         print(op_table(), end="")
         return 0
     if not args.input or not args.output:
@@ -108,7 +108,7 @@ def main(args) -> int:
         raise InvalidModelError(f"{len(invalid)} dialect node(s) can never run, nothing written "
                                 f"(--allow-invalid writes it anyway): " + "; ".join(invalid))
     if to_ir:
-        from converters.openvino_ir._exporter import to_openvino
+        from converters.openvino_ir import to_openvino
         model = to_openvino(model)  # OpenVINO's refusals surface here, before anything is written
     converted.update(model=model, report=report)
     if args.genai:
@@ -140,7 +140,7 @@ class RefusedModelError(ConversionError):
 
 
 def _write_ir(ov_model, xml: Path) -> None:
-    from converters.openvino_ir._exporter import export_ir
+    from converters.openvino_ir import export_ir
     export_ir(ov_model, xml)
 
 

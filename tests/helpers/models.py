@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from custom_ops._types import NUMPY_TO_ONNX
+from custom_ops.element_types import NUMPY_TO_ONNX
 from onnx_bridge._feeds import graph_input, graph_output
 from onnx_bridge.config import DOMAIN, IR_VERSION
 

@@ -13,6 +13,8 @@ TensorIterator is an ONNX Loop with a trip count and no condition.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 from onnx import TensorProto
 
@@ -116,6 +118,16 @@ def _concatenated(ctx, node, stacked: str, description, rank: int) -> str:
     return ctx.emit("Reshape", [moved, target], [ctx.out(node, description.output_index)])
 
 
+@dataclass
+class _Carried:
+    """The loop-carried values: body inputs, their initial values (outer graph), the body result index of
+    each next value, and body result index -> carried position."""
+    inputs: list = field(default_factory=list)
+    initial: list = field(default_factory=list)
+    next: list = field(default_factory=list)
+    by_result: dict = field(default_factory=dict)
+
+
 def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, condition_port):
     """Emit an ONNX Loop for a Loop-5 / TensorIterator-1 node (see the module doc)."""
     ov_body = node.get_function()
@@ -123,9 +135,43 @@ def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, co
     body = ctx.body()
     iteration = body.graph_input(f"{node.get_friendly_name()}/iteration", TensorProto.INT64, [])
     condition_in = body.graph_input(f"{node.get_friendly_name()}/condition", TensorProto.BOOL, [])
-    carried_inputs, carried_initial, carried_next = [], [], []
-    by_result = {}  # body result index -> carried ONNX Loop output position
-    slices = []
+    carried, slices = _bind_inputs(ctx, node, body, parameters)
+    if iteration_port >= 0:
+        _bind_iteration(body, parameters[iteration_port], iteration.name)
+    for parameter, description in slices:
+        count = _iterations_of_slice(ctx, node, description) if description.stride < 0 else None
+        part = _slice_in_body(body, ctx.inp(node, description.input_index), description, iteration.name, count)
+        body.bind(parameter.output(0), part)
+    body.walk(ov_body, body=True)
+    values = body.result_values(ov_body)
+    carried_outputs, scans = _output_plan(ctx, node, carried)
+
+    if condition_port is None:
+        condition_out = (body.emit("Identity", [condition_in.name]), None)
+    else:
+        condition_out = values[condition_port]
+    graph_results = [condition_out] + [values[i] for i in carried.next] + [values[d.body_value_index]
+                                                                           for d in scans]
+    graph = body.make_graph(f"{node.get_friendly_name()}/body", [iteration, condition_in] + carried.inputs,
+                            graph_results)
+    carried_names = [name or ctx.temp("carried") for name in carried_outputs]
+    scan_names = [ctx.temp("scan") for _ in scans]
+    ctx.emit("Loop", [trip_count, condition] + carried.initial, carried_names + scan_names, body=graph)
+    for description, stacked in zip(scans, scan_names):
+        if _kind(description) == _LAST:
+            ctx.emit("Gather", [stacked, ctx.const(np.array(-1, np.int64), "last")],
+                     [ctx.out(node, description.output_index)], axis=0)
+        else:
+            rank = results[description.body_value_index].get_output_partial_shape(0).rank
+            if rank.is_dynamic:
+                raise Unsupported("a concatenated output needs a body result of static rank")
+            _concatenated(ctx, node, stacked, description, rank.get_length())
+
+
+def _bind_inputs(ctx, node, body, parameters) -> tuple[_Carried, list]:
+    """Invariant inputs bound into the body, merged ones made loop-carried; the sliced ones returned as
+    (parameter, description) pairs, bound once the iteration number is."""
+    carried, slices = _Carried(), []
     for description in node.get_input_descriptions():
         parameter = parameters[description.body_parameter_index]
         kind = _kind(description)
@@ -136,41 +182,42 @@ def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, co
             value = value_info(body.unique(parameter.get_friendly_name()), code,
                                parameter.get_output_partial_shape(0))
             body.bind(parameter.output(0), value.name)
-            carried_inputs.append(value)
-            carried_initial.append(ctx.inp(node, description.input_index))
-            by_result.setdefault(description.body_value_index, len(carried_next))
-            carried_next.append(description.body_value_index)
+            carried.inputs.append(value)
+            carried.initial.append(ctx.inp(node, description.input_index))
+            carried.by_result.setdefault(description.body_value_index, len(carried.next))
+            carried.next.append(description.body_value_index)
         elif kind == _SLICE:
             _check_slice(description, "a sliced input")
             slices.append((parameter, description))
         else:
             raise Unsupported(f"input description {kind}")
-    # the iteration number (int64 scalar in ONNX) as the body parameter wants it
-    if iteration_port >= 0:
-        parameter = parameters[iteration_port]
-        value = iteration.name
-        code = _code(parameter.output(0), "the current-iteration parameter")
-        if code != TensorProto.INT64:
-            value = body.emit("Cast", [value], to=code)
-        if parameter.get_output_partial_shape(0).rank.get_length() == 1:
-            value = body.emit("Unsqueeze", [value, body.const(np.array([0], np.int64), "ax0")])
-        body.bind(parameter.output(0), value)
-    for parameter, description in slices:
-        count = _iterations_of_slice(ctx, node, description) if description.stride < 0 else None
-        part = _slice_in_body(body, ctx.inp(node, description.input_index), description, iteration.name, count)
-        body.bind(parameter.output(0), part)
-    body.walk(ov_body, body=True)
-    values = body.result_values(ov_body)
+    return carried, slices
 
-    scans = []  # scan outputs (result index, description)
-    carried_outputs = [None] * len(carried_next)
+
+def _bind_iteration(body, parameter, iteration: str) -> None:
+    """The iteration number (int64 scalar in ONNX) as the body parameter wants it."""
+    value = iteration
+    code = _code(parameter.output(0), "the current-iteration parameter")
+    if code != TensorProto.INT64:
+        value = body.emit("Cast", [value], to=code)
+    if parameter.get_output_partial_shape(0).rank.get_length() == 1:
+        value = body.emit("Unsqueeze", [value, body.const(np.array([0], np.int64), "ax0")])
+    body.bind(parameter.output(0), value)
+
+
+def _output_plan(ctx, node, carried: _Carried) -> tuple[list, list]:
+    """(the node's output per carried value or None, the scan outputs' descriptions): a last-iteration output
+    of a carried value is that Loop output; any other is a scan output."""
+    scans = []
+    carried_outputs = [None] * len(carried.next)
     for description in node.get_output_descriptions():
         kind = _kind(description)
         if kind == _LAST:
             if description.iteration != -1:
                 raise Unsupported(f"an output of iteration {description.iteration} (only the last, -1)")
-            if description.body_value_index in by_result:
-                carried_outputs[by_result[description.body_value_index]] = ctx.out(node, description.output_index)
+            if description.body_value_index in carried.by_result:
+                carried_outputs[carried.by_result[description.body_value_index]] = \
+                    ctx.out(node, description.output_index)
             else:
                 scans.append(description)
         elif kind == _CONCAT:
@@ -178,27 +225,7 @@ def _loop(ctx, node, *, trip_count: str, condition: str, iteration_port: int, co
             scans.append(description)
         else:
             raise Unsupported(f"output description {kind}")
-
-    if condition_port is None:
-        condition_out = (body.emit("Identity", [condition_in.name]), None)
-    else:
-        condition_out = values[condition_port]
-    graph_results = [condition_out] + [values[i] for i in carried_next] + [values[d.body_value_index]
-                                                                           for d in scans]
-    graph = body.make_graph(f"{node.get_friendly_name()}/body", [iteration, condition_in] + carried_inputs,
-                            graph_results)
-    carried_names = [name or ctx.temp("carried") for name in carried_outputs]
-    scan_names = [ctx.temp("scan") for _ in scans]
-    ctx.emit("Loop", [trip_count, condition] + carried_initial, carried_names + scan_names, body=graph)
-    for description, stacked in zip(scans, scan_names):
-        if _kind(description) == _LAST:
-            ctx.emit("Gather", [stacked, ctx.const(np.array(-1, np.int64), "last")],
-                     [ctx.out(node, description.output_index)], axis=0)
-        else:
-            rank = results[description.body_value_index].get_output_partial_shape(0).rank
-            if rank.is_dynamic:
-                raise Unsupported("a concatenated output needs a body result of static rank")
-            _concatenated(ctx, node, stacked, description, rank.get_length())
+    return carried_outputs, scans
 
 
 @rule("Loop", versions=(5,), onnx="Loop (body subgraph), + Gather / Transpose / Reshape for outputs",

@@ -78,3 +78,15 @@ def nms_factory(opset: str, type_name: str):
             used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 4], np.int64)), True).output(0)
         return NodeFactory(opset).create(type_name, used, attributes)
     return factory
+
+
+def nms_case_inputs(r: np.random.Generator, empty: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Generated boxes [N, M, 4] (corner + size, or all of area 0 with `empty`) and distinct scores
+    [N, C, M] for the NMS units' cases."""
+    batch, classes, count = int(r.integers(1, 3)), int(r.integers(1, 4)), int(r.integers(1, 8))
+    corner = r.uniform(0, 10, (batch, count, 2))
+    boxes = np.concatenate([corner, corner + r.uniform(0.5, 6, (batch, count, 2))], -1)
+    if empty:
+        boxes[..., 2:] = boxes[..., :2] - 1.0
+    scores = r.permutation(batch * classes * count).reshape(batch, classes, count) / (batch * classes * count)
+    return boxes, scores

@@ -21,7 +21,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from ._common import index_pyop_casts, nms_factory, nms_infer
+from ._common import index_pyop_casts, nms_case_inputs, nms_factory, nms_infer
 
 OP = "MatrixNms"
 TYPES = (np.dtype(np.float32),)
@@ -133,12 +133,7 @@ def cases(rng: np.random.Generator) -> list:
     out = []
     for index in range(32):
         r = np.random.default_rng([int(rng.integers(1 << 30)), index])
-        batch, classes, count = int(r.integers(1, 3)), int(r.integers(1, 4)), int(r.integers(1, 8))
-        corner = r.uniform(0, 10, (batch, count, 2))
-        boxes = np.concatenate([corner, corner + r.uniform(0.5, 6, (batch, count, 2))], -1)
-        if index % 8 == 7:
-            boxes[..., 2:] = boxes[..., :2] - 1.0                     # empty boxes: area 0
-        scores = r.permutation(batch * classes * count).reshape(batch, classes, count) / (batch * classes * count)
+        boxes, scores = nms_case_inputs(r, empty=index % 8 == 7)           # empty boxes: area 0
         a = {"score_threshold": float(r.choice([0.0, 0.2])), "post_threshold": float(r.choice([0.0, 0.1, 0.3])),
              "nms_top_k": int(r.choice([-1, 3])), "keep_top_k": int(r.choice([-1, 4])),
              "background_class": int(r.choice([-1, 0])), "decay_function": DECAYS[index % 2],

@@ -25,7 +25,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from ._common import index_pyop_casts, nms_factory, nms_infer
+from ._common import index_pyop_casts, nms_case_inputs, nms_factory, nms_infer
 
 OP = "MulticlassNms"
 TYPES = FLOAT_TYPES[:3]          # float16, bfloat16, float32: OpenVINO refuses float64 boxes and scores
@@ -160,12 +160,8 @@ def cases(rng: np.random.Generator) -> list:
     out = []
     for index in range(24):
         r = np.random.default_rng([int(rng.integers(1 << 30)), index])
-        batch, classes, count = int(r.integers(1, 3)), int(r.integers(1, 4)), int(r.integers(1, 8))
-        corner = r.uniform(0, 10, (batch, count, 2))
-        boxes = np.concatenate([corner, corner + r.uniform(0.5, 6, (batch, count, 2))], -1)
-        if index % 6 == 5:
-            boxes[..., 2:] = boxes[..., :2] - 1.0                     # empty boxes: IoU 0, all kept
-        scores = r.permutation(batch * classes * count).reshape(batch, classes, count) / (batch * classes * count)
+        boxes, scores = nms_case_inputs(r, empty=index % 6 == 5)           # empty boxes: IoU 0, all kept
+        batch, classes = scores.shape[:2]
         a = {"iou_threshold": float(r.choice([0.3, 0.5, 0.7])), "score_threshold": float(r.choice([0.0, 0.2])),
              "nms_top_k": int(r.choice([-1, 3])), "keep_top_k": int(r.choice([-1, 4])),
              "background_class": int(r.choice([-1, 0])), "nms_eta": float(r.choice([1.0, 0.8])),

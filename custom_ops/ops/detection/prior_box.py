@@ -20,6 +20,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
 
 from ._common import F32 as F32_TYPES, FLOAT, bool_map, flag, maps, native, output_type
+from ._priors import bad_case, i64, non_negative, sizes, variance, with_variances
 
 OP = "PriorBox"
 F32 = np.float32
@@ -27,24 +28,6 @@ F32 = np.float32
 DEFAULTS = dict(min_size=(), max_size=(), aspect_ratio=(), density=(), fixed_ratio=(), fixed_size=(),
                 clip=0, flip=0, step=0.0, offset=0.0, variance=(), scale_all_sizes=1,
                 min_max_aspect_ratios_order=1)
-
-
-def _sizes(op: str, output_size, image_size) -> tuple[int, int, int, int]:
-    """(H, W, IH, IW) from the two shape inputs, validated."""
-    values = []
-    for name, value in (("output_size", output_size), ("image_size", image_size)):
-        array = check.as_array(op, name, value)
-        check.data_type(op, name, array, INTEGER_TYPES)
-        if array.shape != (2,):
-            raise OpError(op, f"input '{name}'", "must be 1-D with 2 elements [height, width]",
-                          value=array.shape, allowed="shape [2]")
-        values.append(array.astype(np.int64) if array.dtype != np.uint64 else array)
-    (h, w), (ih, iw) = (tuple(int(v) for v in a) for a in values)
-    if h < 0 or w < 0:
-        raise OpError(op, "input 'output_size'", "must not be negative", value=[h, w], allowed=">= 0")
-    if ih <= 0 or iw <= 0:
-        raise OpError(op, "input 'image_size'", "must be positive", value=[ih, iw], allowed="> 0")
-    return h, w, ih, iw
 
 
 def _floats(op: str, name: str, values, positive: bool = True) -> list[float]:
@@ -149,20 +132,14 @@ def validate_attributes(a: dict) -> dict:
     if a["fixed_size"] and len(a["density"]) < len(a["fixed_size"]):
         raise OpError(OP, "attribute 'density'", "needs one value per fixed_size", value=a["density"],
                       allowed=f"{len(a['fixed_size'])} values")
-    a["variance"] = _floats(OP, "variance", a["variance"], positive=False)
-    if len(a["variance"]) not in (0, 1, 4):
-        raise OpError(OP, "attribute 'variance'", "must have 0, 1 or 4 values", value=a["variance"],
-                      allowed="0, 1 or 4 values")
-    a["step"], a["offset"] = float(F32(a["step"])), float(F32(a["offset"]))
+    a["variance"] = variance(OP, a["variance"])
     for name in ("step", "offset"):
-        if not a[name] >= 0 or not np.isfinite(a[name]):
-            raise OpError(OP, f"attribute '{name}'", "must be finite and not negative", value=a[name],
-                          allowed=">= 0")
+        a[name] = float(non_negative(OP, name, a[name]))
     return a
 
 
 def prior_box(output_size, image_size, **attributes) -> np.ndarray:
-    h, w, ih, iw = _sizes(OP, output_size, image_size)
+    h, w, ih, iw = sizes(OP, output_size, image_size)
     a = validate_attributes(attributes)
     ratios = aspect_ratios(a["aspect_ratio"], a["flip"])
     step = F32(a["step"])
@@ -203,10 +180,7 @@ def prior_box(output_size, image_size, **attributes) -> np.ndarray:
     boxes = np.where(clip_each[:, None], np.concatenate([low, high], axis=-1), boxes)
     if a["clip"]:
         boxes = np.clip(boxes, F32(0), F32(1))
-    variance = a["variance"] or [0.1]
-    variances = np.broadcast_to(np.asarray(variance, F32) if len(variance) == 4 else F32(variance[0]),
-                                boxes.shape)
-    return np.stack([boxes.reshape(-1), variances.reshape(-1)]).astype(F32)
+    return with_variances(boxes, a["variance"])
 
 
 # Unit -------------------------------------------------------------------------------------------------
@@ -253,21 +227,17 @@ def cases(rng: np.random.Generator) -> list:
 
 
 def bad_cases() -> list:
-    def _bad(name, inputs, attributes):
-        return Case(name, inputs, {"offset": 0.5, **attributes})
-
-    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
     return [
-        (_bad("float_sizes", (np.array([2.0, 2.0], np.float32), i64([8, 8])), {"min_size": [2.0]}), "element type"),
-        (_bad("three_sizes", (i64([2, 2, 2]), i64([8, 8])), {"min_size": [2.0]}), "2 elements"),
-        (_bad("zero_image", (i64([2, 2]), i64([0, 8])), {"min_size": [2.0]}), "image_size"),
-        (_bad("negative_ratio", (i64([2, 2]), i64([8, 8])), {"min_size": [2.0], "aspect_ratio": [-1.0]}),
+        (bad_case("float_sizes", (np.array([2.0, 2.0], np.float32), i64([8, 8])), {"min_size": [2.0]}), "element type"),
+        (bad_case("three_sizes", (i64([2, 2, 2]), i64([8, 8])), {"min_size": [2.0]}), "2 elements"),
+        (bad_case("zero_image", (i64([2, 2]), i64([0, 8])), {"min_size": [2.0]}), "image_size"),
+        (bad_case("negative_ratio", (i64([2, 2]), i64([8, 8])), {"min_size": [2.0], "aspect_ratio": [-1.0]}),
          "aspect_ratio"),
-        (_bad("three_variances", (i64([2, 2]), i64([8, 8])), {"min_size": [2.0], "variance": [0.1, 0.1, 0.2]}),
+        (bad_case("three_variances", (i64([2, 2]), i64([8, 8])), {"min_size": [2.0], "variance": [0.1, 0.1, 0.2]}),
          "variance"),
-        (_bad("max_without_scale_all", (i64([2, 2]), i64([8, 8])),
+        (bad_case("max_without_scale_all", (i64([2, 2]), i64([8, 8])),
               {"min_size": [2.0], "max_size": [4.0], "scale_all_sizes": 0}), "output shape declares"),
-        (_bad("fixed_and_min_size", (i64([2, 2]), i64([8, 8])),
+        (bad_case("fixed_and_min_size", (i64([2, 2]), i64([8, 8])),
               {"min_size": [2.0], "fixed_size": [4.0], "density": [1.0]}), "output shape declares"),
     ]
 

@@ -16,7 +16,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, OpenVINO, OpSpec, Port
 
 from ._common import F32 as F32_TYPES, FLOAT, bool_map, flag, maps, native, output_type
-from .prior_box import _sizes
+from ._priors import bad_case, i64, non_negative, sizes, variance, with_variances
 
 OP = "PriorBoxClustered"
 F32 = np.float32
@@ -37,19 +37,13 @@ def validate_attributes(a: dict) -> dict:
         if not all(np.isfinite(v) for v in a[name]):
             raise OpError(OP, f"attribute '{name}'", "values must be finite", value=[float(v) for v in a[name]])
     for name in ("step", "step_w", "step_h", "offset"):
-        a[name] = F32(a[name])
-        if not (np.isfinite(a[name]) and a[name] >= 0):
-            raise OpError(OP, f"attribute '{name}'", "must be finite and not negative", value=float(a[name]),
-                          allowed=">= 0")
-    a["variance"] = [F32(v) for v in a["variance"]]
-    if len(a["variance"]) not in (0, 1, 4):
-        raise OpError(OP, "attribute 'variance'", "must have 0, 1 or 4 values",
-                      value=[float(v) for v in a["variance"]], allowed="0, 1 or 4 values")
+        a[name] = non_negative(OP, name, a[name])
+    a["variance"] = variance(OP, a["variance"])
     return a
 
 
 def prior_box_clustered(output_size, image_size, **attributes) -> np.ndarray:
-    h, w, ih, iw = _sizes(OP, output_size, image_size)
+    h, w, ih, iw = sizes(OP, output_size, image_size)
     a = validate_attributes(attributes)
     step_w = a["step"] if a["step_w"] == 0 else a["step_w"]
     step_h = a["step"] if a["step_h"] == 0 else a["step_h"]
@@ -66,9 +60,7 @@ def prior_box_clustered(output_size, image_size, **attributes) -> np.ndarray:
                       (cx + half_w) / F32(iw), (cy + half_h) / F32(ih)], axis=-1)   # [H, W, P, 4]
     if a["clip"]:
         boxes = np.minimum(np.maximum(boxes, F32(0)), F32(1))
-    variance = a["variance"] or [F32(0.1)]
-    variances = np.broadcast_to(np.asarray(variance, F32), boxes.shape)
-    return np.stack([boxes.reshape(-1), variances.reshape(-1)]).astype(F32)
+    return with_variances(boxes, a["variance"])
 
 
 # Unit -------------------------------------------------------------------------------------------------
@@ -101,16 +93,12 @@ def cases(rng: np.random.Generator) -> list:
 
 
 def bad_cases() -> list:
-    def _bad(name, inputs, attributes):
-        return Case(name, inputs, {"offset": 0.5, **attributes})
-
-    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
     return [
-        (_bad("unequal_lists", (i64([2, 2]), i64([8, 8])), {"width": [1.0, 2.0], "height": [1.0]}), "height"),
-        (_bad("negative_step", (i64([2, 2]), i64([8, 8])), {"width": [1.0], "height": [1.0], "step": -1.0}),
+        (bad_case("unequal_lists", (i64([2, 2]), i64([8, 8])), {"width": [1.0, 2.0], "height": [1.0]}), "height"),
+        (bad_case("negative_step", (i64([2, 2]), i64([8, 8])), {"width": [1.0], "height": [1.0], "step": -1.0}),
          "step"),
-        (_bad("rank_2_size", (i64([[2, 2]]), i64([8, 8])), {"width": [1.0], "height": [1.0]}), "2 elements"),
-        (_bad("two_variances", (i64([2, 2]), i64([8, 8])), {"width": [1.0], "height": [1.0],
+        (bad_case("rank_2_size", (i64([[2, 2]]), i64([8, 8])), {"width": [1.0], "height": [1.0]}), "2 elements"),
+        (bad_case("two_variances", (i64([2, 2]), i64([8, 8])), {"width": [1.0], "height": [1.0],
                                                             "variance": [0.1, 0.2]}), "variance"),
     ]
 

@@ -13,6 +13,8 @@ valid as in Convolution).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from custom_ops import _checks as check
@@ -73,19 +75,19 @@ def _bilinear(plane, y, x, pad):
             + wx1 * wy0 * corner(y1, x2) + wx1 * wy1 * corner(y2, x2))
 
 
+class _Window(NamedTuple):
+    """The sampling window: strides, dilations, (begin, end) pads per spatial axis, output size."""
+    strides: list
+    dilations: list
+    py: tuple
+    px: tuple
+    out_h: int
+    out_w: int
+
+
 def deformable_convolution(data, offsets, filters, mask=None, *, strides, pads_begin, pads_end, dilations,
                            auto_pad="explicit", group=1, deformable_group=1, bilinear_interpolation_pad=0):
-    arrays = [check.as_array(OP, name, value) for name, value in zip(PORTS, (data, offsets, filters, mask))
-              if value is not None]
-    for name, array in zip(PORTS, arrays):
-        check.data_type(OP, name, array, TYPES)
-        if array.dtype != arrays[0].dtype:
-            raise OpError(OP, f"input '{name}'", "element type must equal data's", value=str(array.dtype),
-                          allowed=str(arrays[0].dtype))
-        if array.ndim != 4:
-            raise OpError(OP, f"input '{name}'", "must have rank 4", value=array.shape)
-    data, offsets, filters = arrays[:3]
-    mask = arrays[3] if len(arrays) == 4 else None
+    data, offsets, filters, mask = _inputs(data, offsets, filters, mask)
     dtype = data.dtype
     auto_pad = check.choice(OP, "auto_pad", auto_pad, AUTO_PADS)
     strides, dilations = _pair("strides", strides), _pair("dilations", dilations)
@@ -105,14 +107,9 @@ def deformable_convolution(data, offsets, filters, mask=None, *, strides, pads_b
     if deformable_group < 1 or channels % deformable_group:
         raise OpError(OP, "attribute 'deformable_group'", f"must divide the input channels {channels}",
                       value=deformable_group)
+    window = _window(data, filters, strides, dilations, pads_begin, pads_end, auto_pad)
+    out_h, out_w = window.out_h, window.out_w
     taps = kh * kw
-    py = _pads(height, kh, strides[0], dilations[0], pads_begin[0], pads_end[0], auto_pad)
-    px = _pads(width, kw, strides[1], dilations[1], pads_begin[1], pads_end[1], auto_pad)
-    out_h = (height + py[0] + py[1] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
-    out_w = (width + px[0] + px[1] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
-    if out_h < 1 or out_w < 1 or kh < 1 or kw < 1:
-        raise OpError(OP, "input 'filters'", "the dilated kernel is larger than the padded input",
-                      value=filters.shape, allowed=f"data {data.shape}")
     want = (batch, deformable_group * 2 * taps, out_h, out_w)
     if offsets.shape != want:
         raise OpError(OP, "input 'offsets'", "must have shape [N, deformable_group*2*KH*KW, OH, OW]",
@@ -123,12 +120,51 @@ def deformable_convolution(data, offsets, filters, mask=None, *, strides, pads_b
     if batch == 0 or out_channels == 0 or channels == 0:
         return np.zeros((batch, out_channels, out_h, out_w), dtype)
 
-    ky, kx = np.divmod(np.arange(taps), kw)
-    base_y = (np.arange(out_h) * strides[0] - py[0])[None, :, None] + (ky * dilations[0])[:, None, None]
-    base_x = (np.arange(out_w) * strides[1] - px[0])[None, None, :] + (kx * dilations[1])[:, None, None]
     offsets = offsets.reshape(batch, deformable_group, taps, 2, out_h, out_w)
     mask = (np.ones((batch, deformable_group, taps, out_h, out_w), dtype) if mask is None
             else mask.reshape(batch, deformable_group, taps, out_h, out_w))
+    samples, taken = _samples(data, offsets, window, kw, pad)
+    return _accumulate(samples, taken, mask, filters, group)
+
+
+def _inputs(data, offsets, filters, mask):
+    """The four inputs as checked arrays of one float type and rank 4 (mask: None when absent)."""
+    arrays = [check.as_array(OP, name, value) for name, value in zip(PORTS, (data, offsets, filters, mask))
+              if value is not None]
+    for name, array in zip(PORTS, arrays):
+        check.data_type(OP, name, array, TYPES)
+        if array.dtype != arrays[0].dtype:
+            raise OpError(OP, f"input '{name}'", "element type must equal data's", value=str(array.dtype),
+                          allowed=str(arrays[0].dtype))
+        if array.ndim != 4:
+            raise OpError(OP, f"input '{name}'", "must have rank 4", value=array.shape)
+    return (*arrays[:3], arrays[3] if len(arrays) == 4 else None)
+
+
+def _window(data, filters, strides, dilations, pads_begin, pads_end, auto_pad) -> _Window:
+    """The pads auto_pad gives and the output size; refused when the dilated kernel exceeds the input."""
+    height, width = data.shape[2:]
+    kh, kw = filters.shape[2:]
+    py = _pads(height, kh, strides[0], dilations[0], pads_begin[0], pads_end[0], auto_pad)
+    px = _pads(width, kw, strides[1], dilations[1], pads_begin[1], pads_end[1], auto_pad)
+    out_h = (height + py[0] + py[1] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    out_w = (width + px[0] + px[1] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    if out_h < 1 or out_w < 1 or kh < 1 or kw < 1:
+        raise OpError(OP, "input 'filters'", "the dilated kernel is larger than the padded input",
+                      value=filters.shape, allowed=f"data {data.shape}")
+    return _Window(strides, dilations, py, px, out_h, out_w)
+
+
+def _samples(data, offsets, window: _Window, kw: int, pad: bool):
+    """(samples [N, C, K, OH, OW], taken [N, DG, K, OH, OW]): each channel's bilinear sample at each tap's
+    offset position, in the element type, and whether the reference takes that sample at all."""
+    dtype = data.dtype
+    batch, channels, height, width = data.shape
+    deformable_group, taps = offsets.shape[1:3]
+    strides, dilations, out_h, out_w = window.strides, window.dilations, window.out_h, window.out_w
+    ky, kx = np.divmod(np.arange(taps), kw)
+    base_y = (np.arange(out_h) * strides[0] - window.py[0])[None, :, None] + (ky * dilations[0])[:, None, None]
+    base_x = (np.arange(out_w) * strides[1] - window.px[0])[None, None, :] + (kx * dilations[1])[:, None, None]
     per_dg = channels // deformable_group
     samples = np.zeros((batch, channels, taps, out_h, out_w), dtype)
     taken_dg = np.zeros((batch, deformable_group, taps, out_h, out_w), bool)
@@ -145,13 +181,22 @@ def deformable_convolution(data, offsets, filters, mask=None, *, strides, pads_b
             values = _bilinear(data[:, d * per_dg:(d + 1) * per_dg], y32, x32, pad).astype(dtype)
             samples[:, d * per_dg:(d + 1) * per_dg] = values
             taken_dg[:, d] = taken
-        # the reference: sum over the group's channels, then taps, of sample * filter * mask, in T
-        out_per_group = out_channels // group
-        out = np.zeros((batch, out_channels, out_h, out_w), dtype)
-        dg_of = np.arange(channels) // per_dg
+    return samples, taken_dg
+
+
+def _accumulate(samples, taken_dg, mask, filters, group: int):
+    """The reference's sum over the group's channels, then taps, of sample * filter * mask, in T (a sample
+    not taken adds nothing) -> [N, O, OH, OW]."""
+    batch, channels, taps, out_h, out_w = samples.shape
+    out_channels, group_channels, _, kw = filters.shape
+    per_dg = channels // taken_dg.shape[1]
+    out_per_group = out_channels // group
+    out = np.zeros((batch, out_channels, out_h, out_w), samples.dtype)
+    dg_of = np.arange(channels) // per_dg
+    with np.errstate(all="ignore"):
         for g in range(group):
             o = slice(g * out_per_group, (g + 1) * out_per_group)
-            acc = np.zeros((batch, out_per_group, out_h, out_w), dtype)
+            acc = np.zeros((batch, out_per_group, out_h, out_w), samples.dtype)
             for fc in range(group_channels):
                 c = g * group_channels + fc
                 for k in range(taps):

@@ -1,4 +1,4 @@
-"""ScatterElementsUpdate-3 and -12 (OpenVINO), exactly as DIALECT.md section 2 defines them.
+"""ScatterElementsUpdate-3 and -12 (OpenVINO), exactly as docs/dialect.md section 2 defines them.
 
 Each element of `updates` goes to its own index with the `axis` coordinate replaced by the matching
 `indices` value. Reductions none/sum/prod/min/max/mean; use_init_val decides whether data takes part.
