@@ -127,12 +127,24 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """One measured result of a runtime whose result depends on the machine (e.g. the CPU's instruction set).
+
+    where: on what it was measured (CPU, instruction set, date, how); outputs(inputs, attributes) -> tuple:
+    the runtime's outputs there, modelled exactly from the measurement (inputs by port name)."""
+    where: str
+    outputs: Callable
+
+
+@dataclass(frozen=True)
 class Divergence:
     """A known divergence of another runtime from the contract on this unit's op; onnx_bridge.divergences
     adds it to its one table (docs/divergences.md). backend: "openvino-cpu", "onnxruntime",
     "onnx-reference" or "torch"; kind: "value", "rejects", "accepts", "nondeterministic" or "crashes";
     predicate(inputs, attributes) -> bool on the inputs by port name and the attributes (defaults filled);
-    example: a Case on which it applies."""
+    example: a Case on which it applies. Several units may declare one row (same id and text, each with
+    its own predicate and example): the table shows it once, naming every op. outcomes: non-empty for a
+    result that depends on the machine, every measured outcome (the row then explains only those)."""
     id: str
     backend: str
     kind: str
@@ -140,6 +152,7 @@ class Divergence:
     reason: str
     predicate: Callable
     example: Case
+    outcomes: tuple = ()  # of Outcome
 
 
 @dataclass(frozen=True)

@@ -260,16 +260,18 @@ def _reference(op, inputs, port, shape):
 
 def _dialect_divergences(op, inputs) -> list:
     """Known OpenVINO CPU divergences (onnx_bridge.divergences) for a dialect op of the IR."""
+    from custom_ops import units
+
     from . import divergences
 
-    if op.get_type_name() not in (divergences.SEU, divergences.SU, divergences.L2, divergences.UNIQUE):
+    unit = next((u for u in units() if u.openvino.type_name == op.get_type_name()), None)
+    if unit is None:
         return []
     try:
-        spec = divergences.resolve(op.get_type_name(), divergences.DIALECT_OPSET)
-        ports = [p.name for p in spec.inputs]
-        names = {a.name for a in spec.attributes}
-        case = divergences.Case(op.get_type_name(), dict(zip(ports, inputs)),
-                                {k: v for k, v in op.get_attributes().items() if k in names})
+        ports = [p.name for p in unit.newest.inputs]
+        given = op.get_attributes()
+        attributes = {m.name: m.to_onnx(given[m.ov_name]) for m in unit.openvino.attributes if m.ov_name in given}
+        case = divergences.Case(unit.op_type, dict(zip(ports, inputs)), attributes)
         return divergences.matching("openvino-cpu", case)
     except (ValueError, KeyError, TypeError):  # attributes the contract names differently
         return []

@@ -20,7 +20,6 @@ OPTIONAL = ("cases", "bad_cases", "lowering", "raising", "torch", "divergences",
 #: Modules that still name dialect ops, each with the reason. Shrinking this list is the way forward;
 #: a module that no longer names an op must leave it (test_allow_list_is_current).
 NOT_YET_OP_AGNOSTIC = {
-    "onnx_bridge/divergences.py": "the divergence table and its predicates, not yet moved into the units",
     "onnx_bridge/conformance/corpus.py": "the conformance corpus, not yet generated from unit.cases",
     "onnx_bridge/conformance/generate.py": "per-op case generators, not yet moved into the units",
     "onnx_bridge/conformance/cases.py": "per-op case construction, not yet moved into the units",

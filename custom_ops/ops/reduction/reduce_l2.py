@@ -16,6 +16,8 @@ from custom_ops import _checks as check
 from custom_ops.unit import Absent, Attribute, AttributeMap, DialectUnit, OpenVINO, OpSpec, Port
 from custom_ops._types import DATA_TYPES, compute_dtype, is_integer
 
+from ._divergences import REDUCE_L2
+
 OP = "ReduceL2"
 SUPPORTED_TYPES = tuple(t for t in DATA_TYPES if t != np.bool_)
 
@@ -155,7 +157,7 @@ UNIT = DialectUnit(
     lowering="converters.lowering.reduce_l2",
     raising="converters.raising.reduce_l2",
     torch=Absent("onnx_bridge.torch (vector_norm), not yet moved into the unit"),
-    divergences=Absent("rows in onnx_bridge/divergences.py, not yet moved into the unit"),
+    divergences=REDUCE_L2,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     prefer_custom_op=_prefer_custom_op,
 )

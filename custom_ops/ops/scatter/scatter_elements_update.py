@@ -16,6 +16,7 @@ from custom_ops.unit import (Absent, Attribute, AttributeMap, DialectUnit, OpenV
                              same_as_input)
 from custom_ops._types import DATA_TYPES, compute_dtype, highest, is_bool, is_integer, lowest
 
+from ._divergences import SCATTER_ELEMENTS_UPDATE
 from ._openvino import refuse_crashing_inputs, same_shape_as_data
 
 OP = "ScatterElementsUpdate"
@@ -178,7 +179,7 @@ UNIT = DialectUnit(
     lowering="converters.lowering.scatter_elements_update",
     raising="converters.raising.scatter_elements",
     torch=Absent("onnx_bridge.torch (scatter_reduce, index_copy), not yet moved into the unit"),
-    divergences=Absent("rows in onnx_bridge/divergences.py, not yet moved into the unit"),
+    divergences=SCATTER_ELEMENTS_UPDATE,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     inplace_first=True,
     index_input=(1, 0, 3),

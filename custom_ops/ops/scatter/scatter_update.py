@@ -13,6 +13,7 @@ from custom_ops import _checks as check
 from custom_ops.unit import Absent, DialectUnit, OpenVINO, OpSpec, Port, same_as_input
 from custom_ops._types import DATA_TYPES
 
+from ._divergences import SCATTER_UPDATE
 from ._openvino import refuse_crashing_inputs, same_shape_as_data
 
 OP = "ScatterUpdate"
@@ -84,7 +85,7 @@ UNIT = DialectUnit(
     lowering="converters.lowering.scatter_update",
     raising=Absent("no standard ONNX op replaces whole slices at indices (ScatterND needs expanded indices)"),
     torch=Absent("onnx_bridge.torch (index_copy), not yet moved into the unit"),
-    divergences=Absent("rows in onnx_bridge/divergences.py, not yet moved into the unit"),
+    divergences=SCATTER_UPDATE,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     inplace_first=True,
     index_input=(1, 0, 3),

@@ -13,6 +13,8 @@ from custom_ops import _checks as check
 from custom_ops.unit import Absent, Attribute, AttributeMap, DialectUnit, OpenVINO, OpSpec, Port
 from custom_ops._types import DATA_TYPES, is_float
 
+from ._divergences import UNIQUE
+
 OP = "Unique"
 INDEX_TYPES = ("i64", "i32")
 _NUMPY_INDEX = {"i64": np.dtype(np.int64), "i32": np.dtype(np.int32)}
@@ -205,7 +207,7 @@ UNIT = DialectUnit(
     lowering="converters.lowering.unique",
     raising="converters.raising.unique",
     torch=Absent("onnx_bridge.torch (unique), not yet moved into the unit"),
-    divergences=Absent("rows in onnx_bridge/divergences.py, not yet moved into the unit"),
+    divergences=UNIQUE,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     pyop_outputs=lambda inputs: (inputs[0], _INT64, _INT64, _INT64),
     pyop_casts=_pyop_casts,
