@@ -187,6 +187,12 @@ class DialectUnit:
     #: (index input, data input, axis input) port numbers where index values address data along the axis
     #: given by another input (`onnx-bridge run` draws random indices in range); None: no such input.
     index_input: tuple[int, int, int] | None = None
+    #: accumulation_ulps(inputs, attributes) -> ulps allowed on the first output, for float work whose
+    #: summation order is each runtime's own (inputs by port name, attributes with defaults); None: exact.
+    accumulation_ulps: Callable | None = None
+    #: Why the order of the op's outputs among equal scores is open (whole-model compare matches outputs
+    #: downstream of it order-insensitively); "": the order is defined.
+    open_order: str = ""
     doc: str = ""
 
     @property

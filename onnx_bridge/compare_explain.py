@@ -74,15 +74,16 @@ def _results_ancestry(result) -> list:
 
 def ties(report, runner, want, got, tolerance, pending: set) -> set:
     """Outputs downstream of TopK/NMS-like ops that agree once compared order-insensitively."""
-    from .compare_models import TIE_OPS, Explanation, _tolerance
+    from .compare_models import Explanation, _tolerance, tie_ops
 
     explained = set()
     model = runner.ov_model
     ops = {op.get_name(): op for op in model.get_ordered_ops()}
+    open_order = tie_ops()
     for index in sorted(pending):
         result = model.get_results()[runner.ov_outputs[index]]
         upstream = [ops[name] for name in _results_ancestry(result) if name in ops
-                    and ops[name].get_type_name() in TIE_OPS]
+                    and ops[name].get_type_name() in open_order]
         if not upstream:
             continue
         w, g = np.asarray(want[index]), np.asarray(got[index])

@@ -8,13 +8,14 @@ from __future__ import annotations
 import math
 import string
 
+import ml_dtypes
 import numpy as np
 
 from custom_ops.errors import OpError
 
 from custom_ops import _checks as check
 from custom_ops.unit import Absent, Attribute, AttributeMap, DialectUnit, OpenVINO, OpSpec, Port
-from custom_ops._types import DATA_TYPES, compute_dtype, is_integer
+from custom_ops._types import DATA_TYPES, compute_dtype, is_float, is_integer
 
 from ._divergences import REDUCE_L2
 
@@ -134,6 +135,19 @@ def _output_shapes(inputs: dict, attributes: dict) -> list:
                   if attributes["keep_dims"] or d not in axes)]
 
 
+def _accumulation_ulps(inputs: dict, attributes: dict) -> int:
+    """ulps allowed on float results: every runtime sums the squares in its own order. The bound: n terms
+    of relative error u each, halved by the square root, plus the final roundings; integers, bool and
+    empty axes (|x|, no arithmetic) are exact."""
+    data, axes = np.asarray(inputs["data"]), np.asarray(inputs.get("axes", np.zeros(0))).reshape(-1)
+    if not is_float(data.dtype) or not axes.size:
+        return 0
+    count = math.prod(data.shape[int(a) % data.ndim] for a in axes) if data.ndim else 1
+    unit = float(ml_dtypes.finfo(compute_dtype(data.dtype)).eps) / 2
+    out_eps = float(ml_dtypes.finfo(data.dtype).eps)
+    return 2 + math.ceil(max(count - 1, 0) * unit / out_eps)
+
+
 def _prefer_custom_op(node, constants) -> str | None:
     if constants is not None and len(node.input) > 1 and node.input[1] and node.input[1] not in constants:
         return "axes fed at run time: its rank (scalar or 1-D) is checked by the op"
@@ -160,4 +174,5 @@ UNIT = DialectUnit(
     divergences=REDUCE_L2,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     prefer_custom_op=_prefer_custom_op,
+    accumulation_ulps=_accumulation_ulps,
 )
