@@ -29,9 +29,6 @@ NOT_YET_OP_AGNOSTIC = {
     "converters/openvino_ir/rules/selection.py": "the standard rule of OpenVINO's ROIAlign (a standard OpenVINO op "
                                                  "of the same name), which imports the configurations ONNX "
                                                  "RoiAlign does not match as the ROIAlign unit",
-    "onnx_bridge/commands/convert.py": "help text naming the raised standard ops",
-    "onnx_bridge/commands/conformance.py": "help text examples",
-    "onnx_bridge/commands/demo.py": "printed explanation naming the op whose float sums differ",
     "benchmarks/ir_ops.py": "imported OpenVINO ops vs OpenVINO CPU (standard and dialect alike), not yet from "
                             "unit.benchmark",
     "benchmarks/models.py": "benchmark models, not yet moved into the units",
