@@ -127,6 +127,15 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Example:
+    """A documented example of the op (its specification's, ONNX's ...): the case, the outputs the source
+    documents (None: none documented), where it comes from."""
+    case: Case
+    expected: tuple | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class Outcome:
     """One measured result of a runtime whose result depends on the machine (e.g. the CPU's instruction set).
 
@@ -162,7 +171,8 @@ class DialectUnit:
     family: str
     specs: tuple[OpSpec, ...]
     openvino: OpenVINO
-    #: cases(rng) -> list[Case]: generated valid cases (differential tests against OpenVINO, conformance).
+    #: cases(rng) -> list[Case]: generated cases (differential tests against OpenVINO, conformance); an
+    #: open-ended generator takes `count` too (cases(rng, count)) and may include a few invalid inputs.
     cases: Callable | Absent
     #: bad_cases() -> list[(Case, substring of the OpError message)]: invalid inputs the kernel refuses.
     bad_cases: Callable | Absent
@@ -190,6 +200,12 @@ class DialectUnit:
     #: accumulation_ulps(inputs, attributes) -> ulps allowed on the first output, for float work whose
     #: summation order is each runtime's own (inputs by port name, attributes with defaults); None: exact.
     accumulation_ulps: Callable | None = None
+    #: examples(large) -> list[Example]: documented examples with their documented outputs (conformance
+    #: seeds); large: also those of tens of MB.
+    examples: Callable | None = None
+    #: case_tags(inputs, attributes) -> set of conformance tags only the op can tell (e.g. "duplicates":
+    #: several updates reach one position), inputs by port name; None: none.
+    case_tags: Callable | None = None
     #: Why the order of the op's outputs among equal scores is open (whole-model compare matches outputs
     #: downstream of it order-insensitively); "": the order is defined.
     open_order: str = ""

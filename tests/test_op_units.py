@@ -20,10 +20,6 @@ OPTIONAL = ("cases", "bad_cases", "lowering", "raising", "torch", "divergences",
 #: Modules that still name dialect ops, each with the reason. Shrinking this list is the way forward;
 #: a module that no longer names an op must leave it (test_allow_list_is_current).
 NOT_YET_OP_AGNOSTIC = {
-    "onnx_bridge/conformance/corpus.py": "the conformance corpus, not yet generated from unit.cases",
-    "onnx_bridge/conformance/generate.py": "per-op case generators, not yet moved into the units",
-    "onnx_bridge/conformance/cases.py": "per-op case construction, not yet moved into the units",
-    "onnx_bridge/conformance/tags.py": "per-op tags, not yet moved into the units",
     "onnx_bridge/torch/__init__.py": "torch.onnx export of the seed ops, not yet moved into the units",
     "onnx_bridge/torch/_family.py": "torch family table, not yet moved into the units",
     "converters/openvino_ir/rules/selection.py": "the standard rule of OpenVINO's ROIAlign (a standard OpenVINO op "

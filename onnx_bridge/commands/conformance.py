@@ -18,7 +18,7 @@ unsupported; 1 on any unexpected mismatch, error or crash; 2 on a usage error; 3
 examples:
   onnx-bridge conformance                              # default corpus (seed, ONNX backend, generated)
   onnx-bridge conformance --size large --report out/   # bigger corpus; out/conformance.{md,html,json}
-  onnx-bridge conformance --only 'gen/SEU/*' --only nan --backends openvino,torch
+  onnx-bridge conformance --only 'gen/*' --only nan --backends openvino,torch
   onnx-bridge conformance model.onnx --inputs x.npz    # your model on every runtime that runs ONNX
 """
 
@@ -27,9 +27,9 @@ def add_arguments(parser) -> None:
     import argparse
 
     from ..conformance.adapters import ADAPTERS
-    from ..conformance.generate import SHARES, SIZES
+    from ..conformance.generate import SIZES, generating_units
     from custom_ops import units
-    example_op = next(iter(SHARES))
+    example_op = generating_units()[-1].op_type
     accumulating = [unit.op_type for unit in units() if unit.accumulation_ulps is not None]
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
