@@ -178,6 +178,8 @@ class DialectUnit:
     bad_cases: Callable | Absent
     lowering: object = Absent("no standard-ONNX lowering written")
     raising: object = Absent("no standard ONNX pattern raised to this op")
+    #: the module of onnx_bridge.torch exporting torch ops to this op (translations(aten), symbolics(),
+    #: SYMBOLIC_NAMES), imported by onnx_bridge.torch: a name, so the unit imports no torch
     torch: object = Absent("no torch adapter")
     divergences: tuple | Absent = Absent("no divergence of another runtime known")  # of Divergence
     benchmark: object = Absent("no benchmark case")

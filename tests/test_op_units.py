@@ -20,8 +20,6 @@ OPTIONAL = ("cases", "bad_cases", "lowering", "raising", "torch", "divergences",
 #: Modules that still name dialect ops, each with the reason. Shrinking this list is the way forward;
 #: a module that no longer names an op must leave it (test_allow_list_is_current).
 NOT_YET_OP_AGNOSTIC = {
-    "onnx_bridge/torch/__init__.py": "torch.onnx export of the seed ops, not yet moved into the units",
-    "onnx_bridge/torch/_family.py": "torch family table, not yet moved into the units",
     "converters/openvino_ir/rules/selection.py": "the standard rule of OpenVINO's ROIAlign (a standard OpenVINO op "
                                                  "of the same name), which imports the configurations ONNX "
                                                  "RoiAlign does not match as the ROIAlign unit",
@@ -43,7 +41,7 @@ def _unit_files() -> set[str]:
     files = {str(Path(*name.split(".")).with_suffix(".py")) for name in unit_modules()}
     files |= {str(p.relative_to(ROOT)) for p in (ROOT / "custom_ops" / "ops").rglob("*.py")}
     for unit in UNITS:
-        for pointer in (unit.lowering, unit.raising):
+        for pointer in (unit.lowering, unit.raising, unit.torch):
             if present(pointer):
                 files.add(str(Path(*pointer.split(".")).with_suffix(".py")))
     return files

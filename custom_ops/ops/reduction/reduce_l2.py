@@ -219,7 +219,7 @@ UNIT = DialectUnit(
     cases=cases, bad_cases=bad_cases,
     lowering="converters.lowering.reduce_l2",
     raising="converters.raising.reduce_l2",
-    torch=Absent("onnx_bridge.torch (vector_norm), not yet moved into the unit"),
+    torch="onnx_bridge.torch.reduce_l2",
     divergences=REDUCE_L2,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     prefer_custom_op=_prefer_custom_op,

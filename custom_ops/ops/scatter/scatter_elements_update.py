@@ -282,7 +282,7 @@ UNIT = DialectUnit(
     cases=cases, bad_cases=bad_cases,
     lowering="converters.lowering.scatter_elements_update",
     raising="converters.raising.scatter_elements",
-    torch=Absent("onnx_bridge.torch (scatter_reduce, index_copy), not yet moved into the unit"),
+    torch="onnx_bridge.torch.scatter_elements_update",
     divergences=SCATTER_ELEMENTS_UPDATE,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     inplace_first=True,

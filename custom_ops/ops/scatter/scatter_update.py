@@ -144,7 +144,7 @@ UNIT = DialectUnit(
     cases=cases, bad_cases=bad_cases,
     lowering="converters.lowering.scatter_update",
     raising=Absent("no standard ONNX op replaces whole slices at indices (ScatterND needs expanded indices)"),
-    torch=Absent("onnx_bridge.torch (index_copy), not yet moved into the unit"),
+    torch="onnx_bridge.torch.scatter_update",
     divergences=SCATTER_UPDATE,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     inplace_first=True,

@@ -245,7 +245,7 @@ UNIT = DialectUnit(
     cases=cases, bad_cases=bad_cases,
     lowering="converters.lowering.unique",
     raising="converters.raising.unique",
-    torch=Absent("onnx_bridge.torch (unique), not yet moved into the unit"),
+    torch="onnx_bridge.torch.unique",
     divergences=UNIQUE,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     pyop_outputs=lambda inputs: (inputs[0], _INT64, _INT64, _INT64),
