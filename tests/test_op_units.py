@@ -37,7 +37,7 @@ NOT_YET_OP_AGNOSTIC = {
 
 
 def _unit_files() -> set[str]:
-    """Files allowed to name ops: the unit modules and the lowering/raising modules they point to."""
+    """Files allowed to name ops: the unit modules and the lowering/raising/torch modules they point to."""
     files = {str(Path(*name.split(".")).with_suffix(".py")) for name in unit_modules()}
     files |= {str(p.relative_to(ROOT)) for p in (ROOT / "custom_ops" / "ops").rglob("*.py")}
     for unit in UNITS:
