@@ -223,13 +223,17 @@ class Builder:
         node = helper.make_node(op_type, list(inputs), list(outputs), name=self.fresh(hint or op_type),
                                 domain=domain, **attributes)
         self.nodes.append(node)
-        types = out_types or self._output_types(op_type, list(inputs), attributes, len(outputs))
+        types = out_types or self._output_types(domain, op_type, list(inputs), attributes, len(outputs))
         for name, code in zip(outputs, types):
             if name and code:
                 self.types[name] = code
         return outputs[0] if len(outputs) == 1 else list(outputs)
 
-    def _output_types(self, op_type, inputs, attributes, count):
+    def _output_types(self, domain, op_type, inputs, attributes, count):
+        """Output types of a standard op from its inputs; another domain's op: the first input's type (give
+        out_types where that is wrong)."""
+        if domain:
+            return [self.type_of(inputs[0])] * count
         if op_type == "Cast":
             return [attributes["to"]]
         if op_type in _BOOL_OUTPUT:
@@ -238,7 +242,7 @@ class Builder:
             return [TensorProto.INT64]
         if op_type == "ConstantOfShape":
             return [attributes["value"].data_type]
-        if op_type == "Unique":
+        if (domain, op_type) == ("", "Unique"):  # the standard ONNX Unique: values, then three int64 outputs
             return [self.type_of(inputs[0])] + [TensorProto.INT64] * 3
         source = inputs[1] if op_type == "Where" else inputs[0]
         return [self.type_of(source)] * count

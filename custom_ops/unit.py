@@ -127,14 +127,33 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Example:
+    """A documented example of the op (its specification's, ONNX's ...): the case, the outputs the source
+    documents (None: none documented), where it comes from."""
+    case: Case
+    expected: tuple | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One measured result of a runtime whose result depends on the machine (e.g. the CPU's instruction set).
+
+    where: on what it was measured (CPU, instruction set, date, how); outputs(inputs, attributes) -> tuple:
+    the runtime's outputs there, modelled exactly from the measurement (inputs by port name)."""
+    where: str
+    outputs: Callable
+
+
+@dataclass(frozen=True)
 class Divergence:
     """A known divergence of another runtime from the contract on this unit's op; onnx_bridge.divergences
     adds it to its one table (docs/divergences.md). backend: "openvino-cpu", "onnxruntime",
     "onnx-reference" or "torch"; kind: "value", "rejects", "accepts", "nondeterministic" or "crashes";
     predicate(inputs, attributes) -> bool on the inputs by port name and the attributes (defaults filled);
-    example: a Case on which it applies; outcomes: for a runtime value that depends on what ran before (or on
-    the machine), every accepted value as (where, outputs(inputs, attributes) -> tuple of arrays): then only
-    those values are explained."""
+    example: a Case on which it applies. Several units may declare one row (same id and text, each with
+    its own predicate and example): the table shows it once, naming every op. outcomes: non-empty for a
+    result that depends on the machine, every measured outcome (the row then explains only those)."""
     id: str
     backend: str
     kind: str
@@ -142,7 +161,7 @@ class Divergence:
     reason: str
     predicate: Callable
     example: Case
-    outcomes: tuple = ()
+    outcomes: tuple = ()  # of Outcome
 
 
 @dataclass(frozen=True)
@@ -152,12 +171,15 @@ class DialectUnit:
     family: str
     specs: tuple[OpSpec, ...]
     openvino: OpenVINO
-    #: cases(rng) -> list[Case]: generated valid cases (differential tests against OpenVINO, conformance).
+    #: cases(rng) -> list[Case]: generated cases (differential tests against OpenVINO, conformance); an
+    #: open-ended generator takes `count` too (cases(rng, count)) and may include a few invalid inputs.
     cases: Callable | Absent
     #: bad_cases() -> list[(Case, substring of the OpError message)]: invalid inputs the kernel refuses.
     bad_cases: Callable | Absent
     lowering: object = Absent("no standard-ONNX lowering written")
     raising: object = Absent("no standard ONNX pattern raised to this op")
+    #: the module of onnx_bridge.torch exporting torch ops to this op (translations(aten), symbolics(),
+    #: SYMBOLIC_NAMES), imported by onnx_bridge.torch: a name, so the unit imports no torch
     torch: object = Absent("no torch adapter")
     divergences: tuple | Absent = Absent("no divergence of another runtime known")  # of Divergence
     benchmark: object = Absent("no benchmark case")
@@ -177,6 +199,18 @@ class DialectUnit:
     #: (index input, data input, axis input) port numbers where index values address data along the axis
     #: given by another input (`onnx-bridge run` draws random indices in range); None: no such input.
     index_input: tuple[int, int, int] | None = None
+    #: accumulation_ulps(inputs, attributes) -> ulps allowed on the first output, for float work whose
+    #: summation order is each runtime's own (inputs by port name, attributes with defaults); None: exact.
+    accumulation_ulps: Callable | None = None
+    #: examples(large) -> list[Example]: documented examples with their documented outputs (conformance
+    #: seeds); large: also those of tens of MB.
+    examples: Callable | None = None
+    #: case_tags(inputs, attributes) -> set of conformance tags only the op can tell (e.g. "duplicates":
+    #: several updates reach one position), inputs by port name; None: none.
+    case_tags: Callable | None = None
+    #: Why the order of the op's outputs among equal scores is open (whole-model compare matches outputs
+    #: downstream of it order-insensitively); "": the order is defined.
+    open_order: str = ""
     doc: str = ""
 
     @property

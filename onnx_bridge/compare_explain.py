@@ -75,15 +75,16 @@ def _results_ancestry(result) -> list:
 
 def ties(report, runner, want, got, tolerance, pending: set) -> set:
     """Outputs downstream of TopK/NMS-like ops that agree once compared order-insensitively."""
-    from .compare_models import TIE_OPS, Explanation, _tolerance
+    from .compare_models import Explanation, _tolerance, tie_ops
 
     explained = set()
     model = runner.ov_model
     ops = {op.get_name(): op for op in model.get_ordered_ops()}
+    open_order = tie_ops()
     for index in sorted(pending):
         result = model.get_results()[runner.ov_outputs[index]]
         upstream = [ops[name] for name in _results_ancestry(result) if name in ops
-                    and ops[name].get_type_name() in TIE_OPS]
+                    and ops[name].get_type_name() in open_order]
         if not upstream:
             continue
         w, g = np.asarray(want[index]), np.asarray(got[index])
@@ -261,16 +262,18 @@ def _reference(op, inputs, port, shape):
 
 def _dialect_divergences(op, inputs) -> list:
     """Known OpenVINO CPU divergences (onnx_bridge.divergences) for a dialect op of the IR."""
+    from custom_ops import units
+
     from . import divergences
 
-    if op.get_type_name() not in (divergences.SEU, divergences.SU, divergences.L2, divergences.UNIQUE):
+    unit = next((u for u in units() if u.openvino.type_name == op.get_type_name()), None)
+    if unit is None:
         return []
     try:
-        spec = divergences.resolve(op.get_type_name(), divergences.DIALECT_OPSET)
-        ports = [p.name for p in spec.inputs]
-        names = {a.name for a in spec.attributes}
-        case = divergences.Case(op.get_type_name(), dict(zip(ports, inputs)),
-                                {k: v for k, v in op.get_attributes().items() if k in names})
+        ports = [p.name for p in unit.newest.inputs]
+        given = op.get_attributes()
+        attributes = {m.name: m.to_onnx(given[m.ov_name]) for m in unit.openvino.attributes if m.ov_name in given}
+        case = divergences.Case(unit.op_type, dict(zip(ports, inputs)), attributes)
         return divergences.matching("openvino-cpu", case)
     except (ValueError, KeyError, TypeError):  # attributes the contract names differently
         return []

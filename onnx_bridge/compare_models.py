@@ -38,12 +38,19 @@ NO_LPT = {"LP_TRANSFORMS_MODE": False}
 NO_DYNAMIC_QUANTIZATION = {"DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
 #: element types of compressed weights (Constants decompressed by a Convert)
 COMPRESSED = {"u8", "i8", "u4", "i4", "u2", "u3", "u6", "nf4", "f4e2m1", "f8e4m3", "f8e5m2"}
-#: ops whose output order among equal scores is open (stable=false TopK, NMS family, detection outputs)
-TIE_OPS = {"TopK", "NonMaxSuppression", "MatrixNms", "MulticlassNms", "DetectionOutput",
-           "ExperimentalDetectronDetectionOutput", "ExperimentalDetectronTopKROIs", "Proposal",
-           "ExperimentalDetectronGenerateProposalsSingleImage", "GenerateProposals"}
+#: standard OpenVINO ops (not dialect units) whose output order among equal scores is open (stable=false
+#: TopK, NMS, detection outputs); the dialect ops say so in their unit (`open_order`), see tie_ops()
+STANDARD_TIE_OPS = frozenset({"TopK", "NonMaxSuppression", "ExperimentalDetectronDetectionOutput",
+                              "ExperimentalDetectronGenerateProposalsSingleImage", "GenerateProposals"})
 #: ops larger models are reported with progress lines
 PROGRESS_OPS = 300
+
+
+def tie_ops() -> frozenset:
+    """OpenVINO op types whose output order among equal scores is open: the standard ones and the units
+    that declare it."""
+    from custom_ops import units
+    return STANDARD_TIE_OPS | {unit.openvino.type_name for unit in units() if unit.open_order}
 
 
 @dataclass

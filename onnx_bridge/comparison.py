@@ -15,7 +15,8 @@
 - `compare_arrays` / `compare` answer "first difference or None" (conformance's Difference), and
   `assert_same` raises AssertionError with the same text (tests).
 
-The bound for ReduceL2's float accumulation (`tolerance_ulps`) and the ulp distance live here too.
+The bound for float accumulation (`tolerance_ulps`, from the unit's `accumulation_ulps`) and the ulp
+distance live here too.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from dataclasses import asdict, dataclass, replace
 import ml_dtypes
 import numpy as np
 
-from custom_ops._types import BFLOAT16, compute_dtype, type_name
+from custom_ops._types import BFLOAT16, type_name
 
 
 @dataclass(frozen=True)
@@ -316,19 +317,14 @@ def scalar_text(value) -> str:
 
 
 def tolerance_ulps(case) -> int:
-    """ulps allowed on a dialect case's first output: 0 except ReduceL2 of floats, whose sum of squares every
-    runtime accumulates in its own order. The bound: n terms of relative error u each, halved by the square
-    root, plus the final roundings."""
-    if case.op != "ReduceL2" or case.data is None or case.data.dtype.kind not in "fV" \
-            or case.data.dtype not in _FLOAT_BITS:
+    """ulps allowed on a dialect case's first output: its unit's `accumulation_ulps` (float work every
+    runtime accumulates in its own order), else 0."""
+    from custom_ops import unit_of
+    unit = unit_of(case.op)
+    if unit is None or unit.accumulation_ulps is None:
         return 0
-    data, axes = case.data, np.asarray(case.inputs.get("axes", np.zeros(0))).reshape(-1)
-    if not axes.size:
-        return 0  # |x|: no arithmetic
-    count = math.prod(data.shape[int(a) % data.ndim] for a in axes) if data.ndim else 1
-    unit = float(ml_dtypes.finfo(compute_dtype(data.dtype)).eps) / 2
-    out_eps = float(ml_dtypes.finfo(data.dtype).eps)
-    return 2 + math.ceil(max(count - 1, 0) * unit / out_eps)
+    inputs = {name: value for name, value in case.inputs.items() if value is not None}
+    return int(unit.accumulation_ulps(inputs, case.attributes))
 
 
 def compare_arrays(want: np.ndarray, got: np.ndarray, name: str, ulps: int = 0, scale: float = 0, *,

@@ -31,6 +31,32 @@ def test_entry_is_well_formed(entry):
     assert entry in divergences.matching(entry.backend, case)
 
 
+def _unit_rows():
+    import custom_ops
+    from custom_ops.unit import present
+    return [(unit.op_type, row) for unit in custom_ops.units() if present(unit.divergences)
+            for row in unit.divergences]
+
+
+@pytest.mark.parametrize("op, row", _unit_rows(), ids=lambda v: v if isinstance(v, str) else v.id)
+def test_every_unit_row_is_in_the_table_and_its_own_example_applies(op, row):
+    """Each unit's row (also one several units declare: each unit's own example and predicate) is the
+    table's entry of that id, which names the op and applies to the unit's example."""
+    entry = BY_ID[row.id]
+    assert op in entry.ops and (entry.title, entry.reason, entry.kind) == (row.title, row.reason, row.kind)
+    case = divergences._entry(op, row).example()
+    assert case.op == op and entry.applies(case), case
+    assert entry in divergences.matching(entry.backend, case)
+
+
+def test_a_row_declared_twice_with_another_text_is_refused():
+    ours = divergences._entry(*_unit_rows()[0])
+    other = divergences.Divergence(ours.id, ours.backend, ("AnotherOp",), ours.kind, ours.title, ours.reason + "!",
+                                   ours.predicate, ours.example)
+    with pytest.raises(ValueError, match="another text"):
+        divergences._merged([ours, other])
+
+
 def test_case_of_splits_inputs_and_attributes():
     case = Case.of("ReduceL2", data=np.ones((2, 2), np.float32), axes=[1], keep_dims=1)
     assert list(case.inputs) == ["data", "axes"] and case.attributes == {"keep_dims": 1}

@@ -20,23 +20,10 @@ OPTIONAL = ("cases", "bad_cases", "lowering", "raising", "torch", "divergences",
 #: Modules that still name dialect ops, each with the reason. Shrinking this list is the way forward;
 #: a module that no longer names an op must leave it (test_allow_list_is_current).
 NOT_YET_OP_AGNOSTIC = {
-    "onnx_bridge/divergences.py": "the divergence table and its predicates, not yet moved into the units",
-    "onnx_bridge/conformance/corpus.py": "the conformance corpus, not yet generated from unit.cases",
-    "onnx_bridge/conformance/generate.py": "per-op case generators, not yet moved into the units",
-    "onnx_bridge/conformance/cases.py": "per-op case construction, not yet moved into the units",
-    "onnx_bridge/conformance/tags.py": "per-op tags, not yet moved into the units",
-    "onnx_bridge/comparison.py": "ReduceL2's float-accumulation ulp bound for conformance cases, not yet a unit field",
-    "onnx_bridge/compare_models.py": "OpenVINO op types whose output order is open (TopK/NMS family, standard and "
-                                     "dialect alike) for tie-dependent comparison",
-    "onnx_bridge/torch/__init__.py": "torch.onnx export of the seed ops, not yet moved into the units",
-    "onnx_bridge/torch/_family.py": "torch family table, not yet moved into the units",
     "converters/openvino_ir/rules/selection.py": "the standard rule of OpenVINO's ROIAlign (a standard OpenVINO op "
                                                  "of the same name), which imports the configurations ONNX "
                                                  "RoiAlign does not match as the ROIAlign unit, and of NonMaxSuppression "
                                                  "(soft NMS as the NonMaxSuppression unit)",
-    "onnx_bridge/commands/convert.py": "help text naming the raised standard ops",
-    "onnx_bridge/commands/conformance.py": "help text examples",
-    "onnx_bridge/commands/demo.py": "printed explanation naming the op whose float sums differ",
     "benchmarks/ir_ops.py": "imported OpenVINO ops vs OpenVINO CPU (standard and dialect alike), not yet from "
                             "unit.benchmark",
     "benchmarks/models.py": "benchmark models, not yet moved into the units",
@@ -47,16 +34,15 @@ NOT_YET_OP_AGNOSTIC = {
     "benchmarks/floor.py": "benchmark floors",
     "benchmarks/threads.py": "benchmark thread cases",
     "benchmarks/report.py": "report text naming the benchmarked op",
-    "converters/graph.py": "the standard ONNX Unique's output types (the ONNX op of the same name)",
 }
 
 
 def _unit_files() -> set[str]:
-    """Files allowed to name ops: the unit modules and the lowering/raising modules they point to."""
+    """Files allowed to name ops: the unit modules and the lowering/raising/torch modules they point to."""
     files = {str(Path(*name.split(".")).with_suffix(".py")) for name in unit_modules()}
     files |= {str(p.relative_to(ROOT)) for p in (ROOT / "custom_ops" / "ops").rglob("*.py")}
     for unit in UNITS:
-        for pointer in (unit.lowering, unit.raising):
+        for pointer in (unit.lowering, unit.raising, unit.torch):
             if present(pointer):
                 files.add(str(Path(*pointer.split(".")).with_suffix(".py")))
     return files
@@ -72,9 +58,15 @@ def named_ops(source: str, ops) -> set[str]:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 docstrings.add(id(first.value))
+    standard = set()  # ("", "Name"): the standard ONNX op Name (default domain), not the dialect op
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Tuple) and len(node.elts) == 2 and \
+                all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts) and \
+                node.elts[0].value == "":
+            standard.add(id(node.elts[1]))
     words = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | standard:
             words |= set(re.findall(r"[A-Za-z0-9_]+", node.value))
         elif isinstance(node, ast.Name):
             words.add(node.id)
@@ -170,6 +162,8 @@ def test_the_scan_finds_an_op_named_in_code():
     assert named_ops(code, OPS) == {"ScatterUpdate"}
     assert named_ops("table = {'GatherTree': 1}\n", OPS) == {"GatherTree"}
     assert named_ops("x = unit.op_type\n", OPS) == set()
+    assert named_ops('if (domain, op) == ("", "Unique"):\n    pass\n', OPS) == set()  # the standard op
+    assert named_ops('if (domain, op) == ("x", "Unique"):\n    pass\n', OPS) == {"Unique"}
 
 
 _PROBE = """
@@ -225,3 +219,12 @@ def test_generic_machinery_runs_a_new_unit_with_list_attributes_and_an_absent_mi
     done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
+
+
+def test_open_order_comes_from_the_units_and_the_standard_table_names_no_unit():
+    """Whole-model compare's tie-dependent ops: the units that declare `open_order`, plus a table of
+    standard OpenVINO ops that must not name a unit (a unit says it in its own `open_order`)."""
+    from onnx_bridge.compare_models import STANDARD_TIE_OPS, tie_ops
+    declared = {unit.openvino.type_name for unit in UNITS if unit.open_order}
+    assert declared and declared | STANDARD_TIE_OPS == tie_ops()
+    assert not STANDARD_TIE_OPS & {unit.openvino.type_name for unit in UNITS}

@@ -376,3 +376,17 @@ def test_example_runs(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stderr
     assert "matches torch" in result.stdout and (tmp_path / "gnn.onnx").is_file()
+
+
+def test_the_units_name_their_torch_modules():
+    """onnx_bridge.torch iterates over the units: each unit's `torch` piece names a module of onnx_bridge.torch
+    with its translations, symbolics and their names; the generic module names no op."""
+    import importlib
+
+    import custom_ops
+    from custom_ops.unit import present
+    pointers = [unit.torch for unit in custom_ops.units() if present(unit.torch)]
+    assert pointers and all(p.startswith("onnx_bridge.torch.") for p in pointers)
+    for pointer in pointers:
+        module = importlib.import_module(pointer)
+        assert set(module.symbolics()) == set(module.SYMBOLIC_NAMES) and module.translations(torch.ops.aten)

@@ -99,7 +99,8 @@ def _build(op: str, attributes: dict, parameters, constants):
     return unit.openvino.factory(_openvino(), inputs, unit.openvino.ov_attributes(attributes))
 
 
-#: Compiled models by (op, attributes, (dtype, rank) of each tensor input, axis/axes dtype, shape, values).
+#: Compiled models by (op, attributes, (dtype, rank or static shape) of each tensor input, axis/axes dtype,
+#: shape, values).
 _COMPILED: dict = {}
 _MAX_COMPILED = 4096
 
@@ -115,8 +116,9 @@ def _compiled(key):
 def _compile(op: str, attributes: tuple, tensor_types: tuple, constant_key):
     ov = _openvino()
     from openvino import opset12
-    parameters = [opset12.parameter(ov.PartialShape([-1] * rank), element_type(dtype))
-                  for dtype, rank in tensor_types]
+    parameters = [opset12.parameter(ov.PartialShape([-1] * dims if isinstance(dims, int) else list(dims)),
+                                    element_type(dtype))
+                  for dtype, dims in tensor_types]  # dims: a rank (dynamic dimensions) or a static shape
     # may be empty: no opset12.constant
     constants = [ov.op.Constant(np.array(values, dtype=dtype).reshape(shape)) for dtype, shape, values in constant_key]
     try:
@@ -152,7 +154,10 @@ def run(op: str, inputs, attributes: dict | None = None) -> tuple[np.ndarray, ..
     constant_key = tuple((c.dtype.str, c.shape, tuple(c.reshape(-1).tolist())) for c in constants)
     hashable = tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in sorted(attributes.items()))
     key = (op, hashable, tuple((a.dtype, a.ndim) for a in tensors), constant_key)
-    compiled = _compiled(key)
+    try:
+        compiled = _compiled(key)
+    except OpenVINOError:  # some ops need static input shapes (e.g. ROIPooling's rois): this call's shapes
+        compiled = _compiled((op, hashable, tuple((a.dtype, a.shape) for a in tensors), constant_key))
     request = compiled.create_infer_request()
     try:
         request.infer([to_tensor(a) for a in tensors])

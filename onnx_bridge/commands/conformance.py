@@ -18,7 +18,7 @@ unsupported; 1 on any unexpected mismatch, error or crash; 2 on a usage error; 3
 examples:
   onnx-bridge conformance                              # default corpus (seed, ONNX backend, generated)
   onnx-bridge conformance --size large --report out/   # bigger corpus; out/conformance.{md,html,json}
-  onnx-bridge conformance --only 'gen/SEU/*' --only nan --backends openvino,torch
+  onnx-bridge conformance --only 'gen/*' --only nan --backends openvino,torch
   onnx-bridge conformance model.onnx --inputs x.npz    # your model on every runtime that runs ONNX
 """
 
@@ -27,7 +27,10 @@ def add_arguments(parser) -> None:
     import argparse
 
     from ..conformance.adapters import ADAPTERS
-    from ..conformance.generate import SIZES
+    from ..conformance.generate import SIZES, generating_units
+    from custom_ops import units
+    example_op = generating_units()[-1].op_type
+    accumulating = [unit.op_type for unit in units() if unit.accumulation_ulps is not None]
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("models", nargs="*", metavar="MODEL",
@@ -43,7 +46,7 @@ def add_arguments(parser) -> None:
                         help="comma list of seed, onnx, generated (default: all three without models, none "
                              "with models)")
     parser.add_argument("--only", action="append", default=[], metavar="GLOB",
-                        help="keep cases whose id, op or tag matches (repeatable): 'gen/SEU/00*', Unique, nan")
+                        help=f"keep cases whose id, op or tag matches (repeatable): 'gen/*/00*', {example_op}, nan")
     parser.add_argument("--backends", metavar="LIST",
                         help=f"comma list of columns to run (default: all of {', '.join(ADAPTERS)})")
     parser.add_argument("--jobs", type=int, metavar="N",
@@ -53,7 +56,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model-tolerance", type=float, default=None, metavar="K",
                         help="float outputs of whole models may differ by K·ε·max|output| (their standard "
                              "ops accumulate in each runtime's order; default 64, 0 = exact); op cases are "
-                             "exact but for ReduceL2 of floats")
+                             f"exact but for float sums of {'/'.join(accumulating)}")
     parser.add_argument("--report", metavar="PATH",
                         help="write the report: a directory gets conformance.md, .html and .json; a path ending "
                              "in .md, .html or .json gets that format")

@@ -15,14 +15,20 @@ import custom_ops
 from custom_ops._types import BFLOAT16, NUMPY_TO_ONNX, type_name
 from onnx_bridge._feeds import graph_input, graph_output
 from onnx_bridge.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
+from onnx_bridge.errors import OpError
 
-#: Short names used in case ids and tables.
-SHORT = {"ScatterElementsUpdate": "SEU", "ScatterUpdate": "SU", "ReduceL2": "L2", "Unique": "Unique"}
-#: Inputs that are constants of the model (OpenVINO needs Unique's axis constant; lowering needs all).
-CONSTANT_PORTS = ("axis", "axes")
-OUTPUTS = {"ScatterElementsUpdate": ("output",), "ScatterUpdate": ("output",), "ReduceL2": ("output",),
-           "Unique": ("unique", "indices", "reverse_indices", "counts")}
 MODEL = "model"  # op of a model case
+
+
+def constant_ports(op: str) -> tuple[str, ...]:
+    """Inputs that are constants of the one-node model: the ports OpenVINO needs as Constants (its unit's
+    constant_inputs; lowering wants them constant too)."""
+    unit = custom_ops.unit_of(op)
+    return unit.openvino.constant_inputs if unit is not None else ()
+
+
+def output_names(op: str) -> tuple[str, ...]:
+    return tuple(port.name for port in spec_of(op).outputs)
 
 
 @dataclass
@@ -119,11 +125,11 @@ def signature(case: Case) -> tuple:
     Tensor inputs have dynamic dimensions, so one model (and one session) serves every case with the
     same signature.
     """
-    parts = [case.op, tuple(sorted(case.attributes.items()))]
+    parts = [case.op, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in case.attributes.items()))]
     for name, value in case.inputs.items():
         if value is None:
             parts.append((name, None))
-        elif name in CONSTANT_PORTS:
+        elif name in constant_ports(case.op):
             parts.append((name, value.dtype.str, value.shape, tuple(value.reshape(-1).tolist())))
         else:
             parts.append((name, value.dtype.str, value.ndim))
@@ -141,8 +147,8 @@ def op_model(case: Case, prefix: str = "") -> tuple[onnx.ModelProto, dict]:
             continue
         name = prefix + port
         node_inputs.append(name)
-        if port in CONSTANT_PORTS:
-            initializers.append(numpy_helper.from_array(value, name))  # integer axis/axes
+        if port in constant_ports(case.op):
+            initializers.append(numpy_helper.from_array(value, name))
             continue
         info, feed, casts = graph_input(name, value, [f"{name}_d{i}" for i in range(value.ndim)])
         graph_inputs.append(info)
@@ -150,12 +156,14 @@ def op_model(case: Case, prefix: str = "") -> tuple[onnx.ModelProto, dict]:
         nodes.extend(casts)
     while node_inputs and not node_inputs[-1]:
         node_inputs.pop()
-    outputs = [prefix + name for name in OUTPUTS[case.op]]
-    nodes.append(helper.make_node(case.op, node_inputs, outputs, domain=DOMAIN,
-                                  name=prefix + SHORT[case.op], **case.attributes))
+    outputs = [prefix + name for name in output_names(case.op)]
+    node = helper.make_node(case.op, node_inputs, outputs, domain=DOMAIN, name=prefix + case.op)
+    node.attribute.extend(_attributes(case))
+    nodes.append(node)
     graph_outputs = []
-    for index, name in enumerate(outputs):
-        info, casts = graph_output(name, _output_code(case, index))
+    codes = _output_codes(case)
+    for name, code in zip(outputs, codes):
+        info, casts = graph_output(name, code)
         graph_outputs.append(info)
         nodes.extend(casts)
     graph = helper.make_graph(nodes, case.id.replace("/", "_"), graph_inputs, graph_outputs,
@@ -186,17 +194,34 @@ def batch_model(cases: list[Case]) -> tuple[onnx.ModelProto, dict, list[list[str
 def restore_outputs(case: Case, outputs) -> tuple:
     """Outputs of a model from op_model() in the case's types (bfloat16 came back as float32)."""
     restored = []
-    for index, value in enumerate(outputs):
+    for value, code in zip(outputs, _output_codes(case)):
         value = np.asarray(value)
-        if _output_code(case, index) == TensorProto.BFLOAT16 and value.dtype == np.float32:
+        if code == TensorProto.BFLOAT16 and value.dtype == np.float32:
             value = value.astype(BFLOAT16)
         restored.append(value)
     return tuple(restored)
 
 
-def _output_code(case: Case, index: int) -> int:
-    if index == 0:
-        return NUMPY_TO_ONNX[case.data.dtype]
-    key = "count_element_type" if index == 3 else "index_element_type"
-    return TensorProto.INT32 if case.attributes.get(key) == "i32" else TensorProto.INT64
+_LIST_KINDS = {"ints": onnx.AttributeProto.INTS, "floats": onnx.AttributeProto.FLOATS}
 
+
+def _attributes(case: Case) -> list:
+    """The case's attributes as AttributeProtos (an empty list typed by its declared kind)."""
+    kinds = {a.name: a.kind for a in spec_of(case.op).attributes}
+    return [helper.make_attribute(name, value, attr_type=_LIST_KINDS.get(kinds.get(name)))
+            if isinstance(value, (list, tuple)) and not len(value) else helper.make_attribute(name, value)
+            for name, value in case.attributes.items()]
+
+
+def _output_codes(case: Case) -> list[int]:
+    """ONNX element type of each output: the contract's (the kernel's outputs); for a case the contract
+    rejects, the type of the input binding the output's type constraint, else int64 (index outputs)."""
+    spec = spec_of(case.op)
+    try:
+        with np.errstate(all="ignore"):
+            outputs = spec.run(case.input_list(), case.attributes)
+        return [NUMPY_TO_ONNX[np.asarray(value).dtype] for value in outputs]
+    except OpError:
+        bound = {port.type_constraint: value.dtype for port, value in zip(spec.inputs, case.input_list())
+                 if value is not None}
+        return [NUMPY_TO_ONNX.get(bound.get(port.type_constraint), TensorProto.INT64) for port in spec.outputs]

@@ -12,12 +12,15 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+import custom_ops
+
 from custom_ops._types import BFLOAT16, ONNX_TO_NUMPY
+from custom_ops.unit import present
 from converters.model_io import load_model
 from onnx_bridge.config import DOMAIN
 from onnx_bridge.errors import BridgeError, ModelError
 
-from .cases import MODEL, SHORT, Case, full_attributes
+from .cases import MODEL, Case, full_attributes
 from .generate import SIZES, generated_cases, values
 from .tags import auto_tags
 
@@ -34,89 +37,64 @@ def _case(name, op, inputs, attributes=None, expected=None, source="seed", descr
 
 
 # ------------------------------------------------------------------------------------------------------
-# Seed examples (DIALECT.md section 3)
+# Seed examples: the units' documented examples (unit.examples)
 
 
 def seed_cases(large: bool = False) -> list[Case]:
-    seu = "ScatterElementsUpdate"
-    data = np.arange(15, dtype=F32).reshape(3, 5)
-    su_expected = data.copy()
-    su_expected[:, 0], su_expected[:, 2] = 1, [1, 1, 2]
-    cases = [
-        _case("seu-sum-init1", seu, dict(data=A([2, 3, 4, 6], F32), indices=A([1, 0, 0, -2, -1, 2]),
-                                         updates=A([10, 20, 30, 40, 70, 60], F32), axis=A(0)),
-              {"reduction": "sum", "use_init_val": 1}, (A([52, 13, 104, 76], F32),),
-              description="OpenVINO spec: sum with use_init_val=1, negative indices"),
-        _case("seu-sum-init0", seu, dict(data=A([2, 3, 4, 6], F32), indices=A([1, 0, 0, 2, 3, 2]),
-                                         updates=A([10, 20, 30, 40, 70, 60], F32), axis=A(0)),
-              {"reduction": "sum", "use_init_val": 0}, (A([50, 10, 100, 70], F32),),
-              description="OpenVINO spec: sum with use_init_val=0"),
-        _case("seu-none-axis1", seu, dict(data=np.zeros((3, 4), F32), indices=A([[1, 2], [0, 3]]),
-                                          updates=A([[11, 12], [13, 14]], F32), axis=A(1)),
-              {"reduction": "none"}, (A([[0, 11, 12, 0], [13, 0, 0, 14], [0, 0, 0, 0]], F32),),
-              description="OpenVINO spec: reduction none along axis 1"),
-        _case("seu-sum-axis1", seu, dict(data=np.ones((3, 4), F32), indices=A([[1, 1], [0, 3]]),
-                                         updates=A([[11, 12], [13, 14]], F32), axis=A(1)),
-              {"reduction": "sum"}, (A([[1, 24, 1, 1], [14, 1, 1, 15], [1, 1, 1, 1]], F32),),
-              description="OpenVINO spec: sum along axis 1 with a duplicate"),
-        _case("seu-prod-axis1", seu, dict(data=np.full((3, 4), 2, F32), indices=A([[1, 1], [0, 3]]),
-                                          updates=A([[11, 12], [13, 14]], F32), axis=A(1)),
-              {"reduction": "prod"}, (A([[2, 264, 2, 2], [26, 2, 2, 28], [2, 2, 2, 2]], F32),),
-              description="OpenVINO spec: prod along axis 1 with a duplicate"),
-        _case("su-axis1", "ScatterUpdate", dict(data=data, indices=A([0, 2]),
-                                                updates=A([[1, 1], [1, 1], [1, 2]], F32), axis=A(1)),
-              expected=(su_expected,), description="OpenVINO spec: columns 0 and 2 replaced"),
-        _case("onnx-example1", seu, dict(data=np.zeros((3, 3), F32), indices=A([[1, 0, 2], [0, 2, 1]]),
-                                         updates=A([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]], F32), axis=A(0)),
-              expected=(A([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]], F32),),
-              description="ONNX ScatterElements example 1 in the dialect"),
-        _case("onnx-example2", seu, dict(data=A([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), indices=A([[1, 3]]),
-                                         updates=A([[1.1, 2.1]], F32), axis=A(1)),
-              expected=(A([[1.0, 1.1, 3.0, 2.1, 5.0]], F32),),
-              description="ONNX ScatterElements example 2 in the dialect"),
-        _case("l2-perf-shape", "ReduceL2",
-              dict(data=np.random.default_rng(0).standard_normal((6, 12, 10, 24)).astype(F32),
-                   axes=A([1, 3])), {"keep_dims": 1},
-              description="ReduceL2 on the seeds' performance shape 6x12x10x24"),
-    ]
-    if large:  # ~50 MB of data; the ScatterUpdate performance shape (1.5 GB of updates) is left out
-        rng = np.random.default_rng(1)
-        cases.append(_case(
-            "seu-perf-shape", seu,
-            dict(data=rng.standard_normal((1000, 256, 7, 7)).astype(F32),
-                 indices=rng.integers(-1000, 1000, (125, 20, 7, 6)),
-                 updates=rng.standard_normal((125, 20, 7, 6)).astype(F32), axis=A(0)),
-            {"reduction": "sum"}, description="ScatterElementsUpdate on the seeds' performance shape"))
+    """Every unit's documented examples with their documented outputs (the large ones only if asked)."""
+    cases = []
+    for unit in custom_ops.units():
+        if unit.examples is None:
+            continue
+        ports = [port.name for port in unit.newest.inputs]
+        for example in unit.examples(large):
+            inputs = {port: None if value is None else np.asarray(value)
+                      for port, value in zip(ports, example.case.inputs)}
+            cases.append(_case(example.case.id, unit.op_type, inputs, example.case.attributes,
+                               example.expected, description=example.description))
     return cases
 
 
 # ------------------------------------------------------------------------------------------------------
 # ONNX backend node cases (onnx's own test data), raised into the dialect by the converter
 
-BACKEND_MODULES = ("scatterelements", "reducel2", "unique")
+def _raised_standard_ops() -> list[str]:
+    """The standard ONNX op types raised into the dialect (the units' raising rules)."""
+    from converters.registry import RAISING
+    for unit in custom_ops.units():
+        if present(unit.raising):
+            importlib.import_module(unit.raising)
+    return sorted({op for domain, op, _ in RAISING.entries() if domain == ""})
 
 
 def onnx_backend_cases(notes: list | None = None) -> list[Case]:
-    """ONNX's node test cases for ScatterElements, ReduceL2 and Unique, raised into the dialect with
-    converters.convert(to="openvino"); the ONNX expected outputs become the documented values."""
+    """ONNX's node test cases for the standard ops raised into the dialect (ScatterElements, ReduceL2, Unique,
+    ...), raised with converters.convert(to="openvino"); the ONNX expected outputs become the documented
+    values. An axes/axis input fed at run time is also tried as a constant."""
     try:
         from converters import convert
+        raised_ops = _raised_standard_ops()
     except ImportError as exc:
         _note(notes, f"ONNX backend cases left out: the converter is not available ({exc})")
         return []
     import onnx.backend.test.case.node as node_cases
     collected = node_cases._NodeTestCases
-    for name in BACKEND_MODULES:  # importing a module runs its exporters, which append their cases
-        importlib.import_module(f"onnx.backend.test.case.node.{name}")
+    for op in raised_ops:  # importing a module runs its exporters, which append their cases
+        try:
+            importlib.import_module(f"onnx.backend.test.case.node.{op.lower()}")
+        except ImportError:
+            _note(notes, f"{op}: onnx has no backend node cases module {op.lower()}")
     cases = []
     for test in collected:
         if test.name.endswith("_expanded") or "_expanded_" in test.name:
             continue
-        if test.model.graph.node[0].op_type not in ("ScatterElements", "ReduceL2", "Unique"):
+        node = test.model.graph.node[0]
+        if node.op_type not in raised_ops:
             continue
         inputs, outputs = test.data_sets[0]
         variants = [(test.name, test.model, inputs)]
-        if test.model.graph.node[0].op_type == "ReduceL2":  # axes are a graph input: also as a constant
+        axes = _axes_positions(node)
+        if axes and len(axes) == len(test.model.graph.input) - 1 == len(inputs) - 1:  # axes fed at run time
             frozen = _freeze(test.model, list(test.model.graph.input)[1:], inputs[1:])
             variants = [(test.name, frozen, inputs[:1]), (f"{test.name}/runtime-axes", test.model, inputs)]
         for name, model, feeds in variants:
@@ -126,6 +104,16 @@ def onnx_backend_cases(notes: list | None = None) -> list[Case]:
             except (BridgeError, ValueError) as exc:
                 _note(notes, f"{name}: not raised into the dialect ({exc})")
     return cases
+
+
+def _axes_positions(node) -> list[int]:
+    """Input positions of `node` (a standard op) that its schema names axes or axis."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, domain="")
+    except onnx.defs.SchemaError:
+        return []
+    names = [formal.name for formal in schema.inputs]
+    return [i for i, name in enumerate(names[:len(node.input)]) if name in ("axes", "axis") and node.input[i]]
 
 
 def _freeze(model: onnx.ModelProto, graph_inputs, arrays) -> onnx.ModelProto:
@@ -255,7 +243,8 @@ def model_inputs(model: onnx.ModelProto, given: dict, seed: int = 0) -> tuple[di
 
 
 def _index_limits(model: onnx.ModelProto) -> dict[str, int]:
-    """graph input name -> size of the dimension it indexes (scatter indices with a static target)."""
+    """graph input name -> size of the dimension it indexes (index inputs of the units that declare
+    index_input, with a static target)."""
     from custom_ops._schemas import register_schemas
     register_schemas()
     try:
@@ -269,9 +258,10 @@ def _index_limits(model: onnx.ModelProto) -> dict[str, int]:
     constants = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
     limits = {}
     for node in model.graph.node:
-        if node.domain != DOMAIN or node.op_type not in ("ScatterElementsUpdate", "ScatterUpdate"):
+        unit = custom_ops.unit_of(node.op_type) if node.domain == DOMAIN else None
+        if unit is None or unit.index_input is None:  # (index, data, axis) input numbers of the unit
             continue
-        data, indices, axis = node.input[0], node.input[1], node.input[3]
+        indices, data, axis = (node.input[i] if i < len(node.input) else "" for i in unit.index_input)
         shape = shapes.get(data)
         if axis in constants and shape:
             a = int(constants[axis].reshape(-1)[0]) % len(shape)
@@ -304,5 +294,5 @@ def build_corpus(size: str = "medium", cases: int | None = None, seed: int = 0, 
 
 
 def _selected(case: Case, patterns) -> bool:
-    keys = [case.id, case.op, SHORT.get(case.op, case.op), *case.tags]
+    keys = [case.id, case.op, *case.tags]
     return any(fnmatch.fnmatchcase(key, pattern) for pattern in patterns for key in keys)

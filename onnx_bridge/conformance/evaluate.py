@@ -13,7 +13,8 @@ from onnx_bridge.errors import OpError
 
 from . import divergence
 from .adapters import CONTRACT, Unsupported, first_line, load
-from .cases import OUTPUTS, Case
+from .cases import Case
+from .cases import output_names as op_output_names
 from .compare import MODEL_TOLERANCE, Difference, compare, largest_gap, tolerance_ulps
 from .results import ERROR, KNOWN, MATCH, MISMATCH, UNSUPPORTED, Cell
 
@@ -62,7 +63,7 @@ def _run_model_contract(case: Case) -> tuple:
 def output_names(case: Case) -> tuple[str, ...]:
     if case.is_model:
         return tuple(output.name for output in case.model.graph.output)
-    return OUTPUTS[case.op]
+    return op_output_names(case.op)
 
 
 def contract_cell(case: Case, contract: Contract, seconds: float) -> Cell:

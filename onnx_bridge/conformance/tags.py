@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+import custom_ops
+
 from custom_ops._types import is_float
 
 TAGS = {
-    "duplicates": "several updates reach one position (scatters)",
+    "duplicates": "several updates reach one position (scatters: the unit's case_tags say so)",
     "negative-indices": "index values below 0 (counted from the end)",
     "nan": "NaN in a float input",
     "neg-zero": "-0.0 in a float input",
@@ -39,24 +41,9 @@ def auto_tags(case) -> frozenset:
             case.inputs.get("indices") is not None and case.inputs["indices"].ndim == 0:
         tags.add("scalar")
     indices = case.inputs.get("indices")
-    if indices is not None and indices.size:
-        if indices.dtype.kind == "i" and int(indices.min()) < 0:
-            tags.add("negative-indices")
-        if _has_duplicates(case):
-            tags.add("duplicates")
+    if indices is not None and indices.size and indices.dtype.kind == "i" and int(indices.min()) < 0:
+        tags.add("negative-indices")
+    unit = custom_ops.unit_of(case.op)
+    if unit is not None and unit.case_tags is not None:
+        tags |= set(unit.case_tags({k: v for k, v in case.inputs.items() if v is not None}, case.attributes))
     return frozenset(tags)
-
-
-def _has_duplicates(case) -> bool:
-    indices = case.inputs["indices"]
-    if case.op == "ScatterUpdate":
-        flat = indices.reshape(-1)
-        return np.unique(flat).size < flat.size
-    data, axis = case.data, case.inputs.get("axis")
-    try:
-        from custom_ops.ops.scatter.scatter_elements_update import target_positions
-        a = int(np.asarray(axis).reshape(-1)[0]) % data.ndim
-        positions = target_positions(data.shape, indices, a).reshape(-1)
-    except Exception:  # noqa: BLE001  (invalid shapes: the contract reports them; no tag needed)
-        return False
-    return np.unique(positions).size < positions.size

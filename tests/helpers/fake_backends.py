@@ -97,14 +97,14 @@ class _OpenVinoLike(Kernel):
         outputs = kernel(case)
         if self.neutral_as is None or case.op != "ScatterElementsUpdate":
             return outputs
-        from onnx_bridge import divergences
-        table_case = divergences.Case(case.op, {k: v for k, v in case.inputs.items() if v is not None},
-                                      case.attributes)
-        if not divergences._half_init0_all_infinite(table_case):
+        from custom_ops.ops._divergence import Call
+        from custom_ops.ops.scatter import _divergences as rows
+        call = Call(case.op, case.inputs, case.attributes)
+        if not rows._half_init0_all_infinite(call):
             return outputs
         sign = 1.0 if case.attributes["reduction"] == "min" else -1.0
         output = np.array(outputs[0], copy=True)
-        output.reshape(-1)[divergences._init0_infinite_positions(table_case)] = sign * self.neutral_as
+        output.reshape(-1)[rows._init0_infinite_positions(call)] = sign * self.neutral_as
         return (output,)
 
 

@@ -416,4 +416,5 @@ UNIT = DialectUnit(
     torch=Absent("torch has no DetectionOutput op"),
     divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked yet"),
+    open_order="detections of equal confidence may come in any order",
 )

@@ -225,4 +225,5 @@ UNIT = DialectUnit(
     pyop_outputs=lambda inputs: (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.int64)),
     pyop_casts=index_pyop_casts,
     benchmark=Absent("not benchmarked yet"),
+    open_order="boxes of equal scores may come in any order",
 )

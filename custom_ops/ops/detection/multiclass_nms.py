@@ -199,7 +199,9 @@ def _infer(ctx) -> None:
 
 
 def _output_shapes(inputs: dict, attributes: dict) -> list:
-    return [None, None, (np.shape(inputs["scores"])[0],)]
+    """valid_outputs has one count per image: N of scores [N, C, M], or of roisnum [N] (version 9)."""
+    roisnum = inputs.get("roisnum")
+    return [None, None, (np.shape(inputs["scores"])[0] if roisnum is None else np.size(roisnum),)]
 
 
 def _no_boxes_with_roisnum(inputs, attributes) -> bool:
@@ -248,4 +250,5 @@ UNIT = DialectUnit(
     pyop_outputs=lambda inputs: (inputs[0], np.dtype(np.int64), np.dtype(np.int64)),
     pyop_casts=index_pyop_casts,
     benchmark=Absent("not benchmarked yet"),
+    open_order="boxes of equal scores may come in any order",
 )

@@ -343,4 +343,5 @@ UNIT = DialectUnit(
     torch=Absent("torchvision's RPN is not exported through the dialect"),
     divergences=DIVERGENCES,
     benchmark=Absent("not benchmarked yet"),
+    open_order="proposals of equal scores may come in any order",
 )

@@ -20,7 +20,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Outcome,
+                             Port)
 
 from . import _philox
 
@@ -260,7 +261,7 @@ DIVERGENCES = (
                "first inference agrees wherever no other row applies). Explains only values equal to the "
                "contract's conversion of such a continued stream, inferences 2 to 9.",
                _seeded, _example([4], 0, 100, np.int32),
-               outcomes=tuple((f"inference {k} of one compiled model (OpenVINO 2026.4 CPU plugin, measured "
+               outcomes=tuple(Outcome(f"inference {k} of one compiled model (OpenVINO 2026.4 CPU plugin, measured "
                                "2026-11)", _continued(k)) for k in CONTINUED_INFERENCES)),
 )
 

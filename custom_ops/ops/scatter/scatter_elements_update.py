@@ -12,10 +12,13 @@ import numpy as np
 from custom_ops.errors import OpError
 
 from custom_ops import _checks as check
-from custom_ops.unit import (Absent, Attribute, AttributeMap, DialectUnit, OpenVINO, OpSpec, Port,
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Example, OpenVINO, OpSpec, Port,
                              same_as_input)
-from custom_ops._types import DATA_TYPES, compute_dtype, highest, is_bool, is_integer, lowest
+from custom_ops._types import DATA_TYPES, INTEGER_TYPES, compute_dtype, highest, is_bool, is_integer, lowest
 
+from .. import _generate as gen
+
+from ._divergences import SCATTER_ELEMENTS_UPDATE
 from ._openvino import refuse_crashing_inputs, same_shape_as_data
 
 OP = "ScatterElementsUpdate"
@@ -163,6 +166,109 @@ _SPECS = (
                "positions from the reduction's neutral value.", infer=same_as_input(0)),
 )
 
+
+# Generated and invalid cases ----------------------------------------------------------------------------
+
+def cases(rng: np.random.Generator, count: int = 40) -> list[Case]:
+    """`count` generated cases (differential tests, conformance): every element type and attribute value in
+    the first few, then shapes, values and special ingredients drawn from `rng`."""
+    return [_generated(rng, k) for k in range(count)]
+
+
+def _generated(rng, k: int) -> Case:
+    """Case k of the generated sequence (types and reductions cycled, see custom_ops.ops._generate)."""
+    dtype, reduction = gen.latin(k, DATA_TYPES, REDUCTIONS)
+    block, position = divmod(k, len(DATA_TYPES))
+    use_init_val = 1 - (position // 7 + block // len(REDUCTIONS)) % 2
+    index_type = gen.cycle(k, INTEGER_TYPES, 3)
+    rank = int(rng.choice([1, 2, 2, 3, 3, 4]))
+    data_shape = gen.shape(rng, rank)
+    axis = int(rng.integers(-rank, rank))
+    a = axis % rank
+    d = data_shape[a]
+    shape = [int(rng.integers(1, n + 1)) if n else 0 for n in data_shape]
+    shape[a] = int(rng.integers(1, 2 * d + 2)) if d else 0  # longer than d: duplicates
+    if rng.random() < 0.05:
+        shape[int(rng.integers(0, rank))] = 0
+    negative = rng.random() < 0.5
+    indices = gen.indices(rng, index_type, shape, d, negative)
+    gen.invalidate(rng, indices, d, allow_negative=True)  # sometimes one index out of range
+    ingredients = gen.ingredients(rng, dtype)
+    data = gen.values(rng, dtype, data_shape, **ingredients)
+    updates = gen.values(rng, dtype, tuple(shape), **ingredients)
+    return Case(f"{k:04d}", (data, indices, updates, gen.axis_value(rng, k, axis, rank, 5)),
+                {"reduction": reduction, "use_init_val": use_init_val})
+
+
+def _case_tags(inputs: dict, attributes: dict) -> set[str]:
+    """"duplicates" when several updates reach one position (shapes the contract rejects: no tag)."""
+    data, indices, axis = (np.asarray(inputs[name]) for name in ("data", "indices", "axis"))
+    try:
+        a = int(axis.reshape(-1)[0]) % data.ndim
+        positions = target_positions(data.shape, indices, a).reshape(-1)
+    except (IndexError, ValueError, TypeError, OverflowError, ZeroDivisionError):
+        return set()
+    return {"duplicates"} if np.unique(positions).size < positions.size else set()
+
+
+def bad_cases() -> list[tuple[Case, str]]:
+    f32, z4 = np.float32, np.zeros(4, np.float32)
+
+    def case(name, data=z4, indices=(0,), updates=(1.0,), axis=0, **attributes):
+        return Case(name, (np.asarray(data), np.asarray(indices), np.asarray(updates, np.asarray(data).dtype),
+                           np.asarray(axis)), attributes)
+    return [
+        (case("index_d", indices=[4]), "index out of range"),
+        (case("index_below_minus_d", indices=[-5]), "index out of range"),
+        (case("updates_shape", indices=[0, 1]), "input 'updates'"),
+        (case("indices_rank", data=np.zeros((3, 4), f32), indices=[0, 1], updates=[1.0, 2.0]), "input 'indices'"),
+        (case("axis_rank", axis=1), "input 'axis'"),
+        (case("unknown_reduction", reduction="avg"), "attribute 'reduction'"),
+        (case("use_init_val_2", use_init_val=2), "attribute 'use_init_val'"),
+        (case("mean_of_bool", data=np.zeros(4, bool), updates=[True], reduction="mean"), "mean is not defined"),
+    ]
+
+
+def examples(large: bool = False) -> list[Example]:
+    """OpenVINO's specification examples and ONNX's ScatterElements examples in the dialect, with their
+    documented outputs; the seeds' performance shape (large)."""
+    A, f32 = np.array, np.float32
+
+    def example(name, data, indices, updates, axis, attributes=None, expected=None, description=""):
+        return Example(Case(name, (data, indices, updates, A(axis)), attributes or {}),
+                       None if expected is None else (expected,), description)
+    documented = [
+        example("seu-sum-init1", A([2, 3, 4, 6], f32), A([1, 0, 0, -2, -1, 2]), A([10, 20, 30, 40, 70, 60], f32), 0,
+                {"reduction": "sum", "use_init_val": 1}, A([52, 13, 104, 76], f32),
+                "OpenVINO spec: sum with use_init_val=1, negative indices"),
+        example("seu-sum-init0", A([2, 3, 4, 6], f32), A([1, 0, 0, 2, 3, 2]), A([10, 20, 30, 40, 70, 60], f32), 0,
+                {"reduction": "sum", "use_init_val": 0}, A([50, 10, 100, 70], f32),
+                "OpenVINO spec: sum with use_init_val=0"),
+        example("seu-none-axis1", np.zeros((3, 4), f32), A([[1, 2], [0, 3]]), A([[11, 12], [13, 14]], f32), 1,
+                {"reduction": "none"}, A([[0, 11, 12, 0], [13, 0, 0, 14], [0, 0, 0, 0]], f32),
+                "OpenVINO spec: reduction none along axis 1"),
+        example("seu-sum-axis1", np.ones((3, 4), f32), A([[1, 1], [0, 3]]), A([[11, 12], [13, 14]], f32), 1,
+                {"reduction": "sum"}, A([[1, 24, 1, 1], [14, 1, 1, 15], [1, 1, 1, 1]], f32),
+                "OpenVINO spec: sum along axis 1 with a duplicate"),
+        example("seu-prod-axis1", np.full((3, 4), 2, f32), A([[1, 1], [0, 3]]), A([[11, 12], [13, 14]], f32), 1,
+                {"reduction": "prod"}, A([[2, 264, 2, 2], [26, 2, 2, 28], [2, 2, 2, 2]], f32),
+                "OpenVINO spec: prod along axis 1 with a duplicate"),
+        example("onnx-example1", np.zeros((3, 3), f32), A([[1, 0, 2], [0, 2, 1]]),
+                A([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]], f32), 0, None,
+                A([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]], f32),
+                "ONNX ScatterElements example 1 in the dialect"),
+        example("onnx-example2", A([[1.0, 2.0, 3.0, 4.0, 5.0]], f32), A([[1, 3]]), A([[1.1, 2.1]], f32), 1, None,
+                A([[1.0, 1.1, 3.0, 2.1, 5.0]], f32), "ONNX ScatterElements example 2 in the dialect"),
+    ]
+    if not large:
+        return documented
+    rng = np.random.default_rng(1)  # ~50 MB
+    return documented + [
+        example("seu-perf-shape", rng.standard_normal((1000, 256, 7, 7)).astype(f32),
+                rng.integers(-1000, 1000, (125, 20, 7, 6)), rng.standard_normal((125, 20, 7, 6)).astype(f32), 0,
+                {"reduction": "sum"}, description="ScatterElementsUpdate on the seeds' performance shape")]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="scatter", specs=_SPECS,
     openvino=OpenVINO(
@@ -173,13 +279,14 @@ UNIT = DialectUnit(
         constant_inputs=("axis",), output_shapes=same_shape_as_data,
         notes="version 3 is version 12 with its defaults (none, 1)",
         refuse=lambda inputs, attributes: refuse_crashing_inputs(OP, inputs)),
-    cases=Absent("generated by onnx_bridge.conformance.generate (not yet moved into the unit)"),
-    bad_cases=Absent("tests/test_kernel_errors.py (not yet moved into the unit)"),
+    cases=cases, bad_cases=bad_cases,
     lowering="converters.lowering.scatter_elements_update",
     raising="converters.raising.scatter_elements",
-    torch=Absent("onnx_bridge.torch (scatter_reduce, index_copy), not yet moved into the unit"),
-    divergences=Absent("rows in onnx_bridge/divergences.py, not yet moved into the unit"),
+    torch="onnx_bridge.torch.scatter_elements_update",
+    divergences=SCATTER_ELEMENTS_UPDATE,
     benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
     inplace_first=True,
     index_input=(1, 0, 3),
+    case_tags=_case_tags,
+    examples=examples,
 )

@@ -39,8 +39,11 @@ class TorchAdapter:
     def run(self, case: Case) -> tuple:
         if case.is_model:
             raise Unsupported("a whole ONNX model: torch runs torch code, not ONNX graphs")
+        run = getattr(self, f"_{case.op}", None)
+        if run is None:
+            raise Unsupported(f"torch: no counterpart of {case.op} here")
         try:
-            return getattr(self, f"_{case.op}")(case)
+            return run(case)
         except RuntimeError as exc:
             if "not implemented for" in str(exc):
                 raise Unsupported(f"torch: {str(exc).splitlines()[0]}") from None

@@ -1,7 +1,5 @@
-"""The torch scatter family, written once for both exporters.
-
-Each rule below builds its ONNX subgraph through a `Builder`, which the dynamo path backs with onnxscript
-(`DynamoBuilder`) and the TorchScript path with torch's graph context (`TorchScriptBuilder`). The rules map:
+"""The ScatterElementsUpdate unit's torch export (its `torch` piece): the torch scatter family, written once
+for both exporters through a `Builder` (onnx_bridge.torch._builders). The rules map:
 
 - index_reduce (prod, mean, amax, amin; include_self) and index_add (alpha): a 1-D index along `dim` is a
   ScatterElementsUpdate whose index is that vector broadcast to the source's shape;
@@ -16,10 +14,13 @@ Each rule below builds its ONNX subgraph through a `Builder`, which the dynamo p
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
-from ..config import DOMAIN
-from ..errors import ConversionError, OpError
+from ..errors import OpError
+from ._builders import Builder, onnx_type, refuse
+from ._common import builder, ts
 
 #: torch's scatter_reduce / index_reduce reductions and the dialect's names for them.
 REDUCTIONS = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "max", "amin": "min"}
@@ -37,64 +38,12 @@ SEGMENT_REDUCES = {"sum": ("sum", 0.0), "prod": ("prod", 1.0), "max": ("max", -n
 INFINITE_START = {"max": -np.inf, "min": np.inf}
 
 
-def _refuse(aten: str, why: str) -> ConversionError:
-    return ConversionError(f"onnx_bridge.torch: cannot export aten::{aten} exactly: {why}")
-
-
 def reduction(reduce: str, table=REDUCTIONS, aten: str = "scatter_reduce") -> str:
     if reduce not in table:
         raise OpError("ScatterElementsUpdate", f"{aten} argument 'reduce'", "unknown reduction",
                       value=reduce, allowed=", ".join(table))
     return table[reduce]
 
-
-class Builder:
-    """What a rule needs from an exporter: emit standard and dialect nodes, constants, read ranks and dtypes."""
-
-    exporter = ""
-
-    def op(self, name: str, *inputs, **attributes):  # a standard ONNX node, one output
-        raise NotImplementedError
-
-    def ov(self, name: str, *inputs, **attributes):  # a dialect node, one output
-        raise NotImplementedError
-
-    def const(self, array) -> object:
-        raise NotImplementedError
-
-    def rank(self, value):  # int or None
-        raise NotImplementedError
-
-    def dtype(self, value):  # numpy dtype or None
-        raise NotImplementedError
-
-    def sizes(self, value):  # list of int/None, or None
-        raise NotImplementedError
-
-    def is_none(self, value) -> bool:
-        return value is None
-
-    # helpers shared by the rules
-    def ints(self, values):
-        return self.const(np.asarray(values, dtype=np.int64).reshape(-1))
-
-    def scalar(self, value, dtype):
-        return self.const(np.array(value, dtype=dtype))
-
-    def known_rank(self, value, aten: str, what: str) -> int:
-        rank = self.rank(value)
-        if rank is None:
-            raise _refuse(aten, f"the rank of {what} is unknown to the {self.exporter} exporter"
-                          + ("; give static ranks or use the dynamo exporter (dynamo=True)"
-                             if self.exporter == "TorchScript" else ""))
-        return rank
-
-    def known_dtype(self, value, aten: str, what: str):
-        dtype = self.dtype(value)
-        if dtype is None:
-            raise _refuse(aten, f"the dtype of {what} is unknown to the {self.exporter} exporter"
-                          + ("; use the dynamo exporter (dynamo=True)" if self.exporter == "TorchScript" else ""))
-        return dtype
 
 
 # ------------------------------------------------------------------------------------------------- rules
@@ -185,17 +134,17 @@ def segment_reduce(b: Builder, data, reduce: str, lengths=None, indices=None, of
     aten = "segment_reduce"
     reduce_to, empty = reduction(reduce, SEGMENT_REDUCES, aten)
     if not b.is_none(indices):
-        raise _refuse(aten, "'indices' (torch does not implement it either)")
+        raise refuse(aten, "'indices' (torch does not implement it either)")
     given = lengths if not b.is_none(lengths) else offsets
     if b.is_none(given):
-        raise _refuse(aten, "neither 'lengths' nor 'offsets' is given")
+        raise refuse(aten, "neither 'lengths' nor 'offsets' is given")
     rank = b.known_rank(data, aten, "data")
     if b.known_rank(given, aten, "lengths/offsets") != 1 or axis % max(rank, 1) != 0:
-        raise _refuse(aten, "only 1-D lengths/offsets along axis 0 are supported "
+        raise refuse(aten, "only 1-D lengths/offsets along axis 0 are supported "
                             f"(got rank {b.rank(given)}, axis {axis})")
     dtype = b.known_dtype(data, aten, "data")
     if dtype.kind != "f":
-        raise _refuse(aten, f"data of dtype {dtype} (torch implements floating point only)")
+        raise refuse(aten, f"data of dtype {dtype} (torch implements floating point only)")
     given = b.op("Cast", given, to=7)  # int64
     if b.is_none(lengths):  # offsets: lengths are the differences
         lengths = b.op("Sub", b.op("Slice", given, b.ints([1]), b.ints([np.iinfo(np.int64).max])),
@@ -218,7 +167,7 @@ def segment_reduce(b: Builder, data, reduce: str, lengths=None, indices=None, of
     out = b.ov("ScatterElementsUpdate", base, index, data, b.scalar(0, np.int64), reduction=reduce_to,
                use_init_val=1)
     if reduce == "mean":  # torch: (initial + sum) / length; an empty segment is 0 / 0 = nan, or initial
-        counts = b.op("Cast", b.op("Reshape", lengths, b.ints([-1] + [1] * (rank - 1))), to=_onnx_type(dtype))
+        counts = b.op("Cast", b.op("Reshape", lengths, b.ints([-1] + [1] * (rank - 1))), to=onnx_type(dtype))
         if initial is not None:
             counts = b.op("Max", counts, b.scalar(1, dtype))
         out = b.op("Div", out, counts)
@@ -230,14 +179,14 @@ def index_put(b: Builder, self, indices: list, values, accumulate: bool):
     aten = "index_put"
     rank = b.known_rank(self, aten, "self")
     if not indices or len(indices) > rank:
-        raise _refuse(aten, f"{len(indices)} index tensors for a rank-{rank} tensor")
+        raise refuse(aten, f"{len(indices)} index tensors for a rank-{rank} tensor")
     for position, index in enumerate(indices):
         if b.is_none(index):
-            raise _refuse(aten, f"index {position} is None (a slice before an index tensor); "
+            raise refuse(aten, f"index {position} is None (a slice before an index tensor); "
                                 "use the dynamo exporter (dynamo=True)")
         kind = b.known_dtype(index, aten, f"index {position}").kind
         if kind not in "iu":
-            raise _refuse(aten, f"index {position} is a {'boolean mask' if kind == 'b' else kind} tensor; "
+            raise refuse(aten, f"index {position} is a {'boolean mask' if kind == 'b' else kind} tensor; "
                                 "use the dynamo exporter (dynamo=True)")
     shape = b.op("Shape", self)
     broadcast = indices[0]
@@ -259,104 +208,93 @@ def index_put(b: Builder, self, indices: list, values, accumulate: bool):
     return b.op("ScatterND", self, nd_index, values)
 
 
-_ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7,
-               "bool": 9, "float16": 10, "float64": 11, "uint32": 12, "uint64": 13}
+# ---------------------------------------------------------------------------------------------- exporters
+# dynamo path: onnxscript translations
+
+def _scatter_reduce(self, dim: int, index, src, reduce: str, include_self: bool = True):
+    return scatter_elements(builder(), self, dim, index, src, reduction(reduce), include_self)
 
 
-def _onnx_type(dtype) -> int:
-    return _ONNX_TYPES[np.dtype(dtype).name]
+def _index_reduce(self, dim: int, index, source, reduce: str, include_self: bool = True):
+    return index_reduce(builder(), self, dim, index, source, reduce, include_self)
 
 
-# ------------------------------------------------------------------------------------------------ builders
-
-class DynamoBuilder(Builder):
-    exporter = "dynamo"
-
-    def __init__(self, op, ov, ir):
-        self._op, self._ov, self._ir = op, ov, ir
-
-    #: ops whose output has the dtype of their first input (onnxscript leaves it unset while tracing)
-    SAME_DTYPE = frozenset({"Reshape", "Slice", "Expand", "Mul", "Add", "Sub", "Div", "Max", "Where"})
-
-    def op(self, name, *inputs, **attributes):
-        out = getattr(self._op, name)(*inputs, **attributes)
-        source = inputs[1] if name == "Where" else inputs[0] if inputs else None
-        if name in self.SAME_DTYPE and out.dtype is None and getattr(source, "dtype", None) is not None:
-            out.dtype = source.dtype
-        return out
-
-    def ov(self, name, *inputs, **attributes):
-        return getattr(self._ov, name)(*inputs, **attributes)
-
-    def const(self, array):
-        return self._op.Constant(value=self._ir.tensor(np.asarray(array)))
-
-    def rank(self, value):
-        return None if value.shape is None else len(value.shape)
-
-    def dtype(self, value):
-        return None if value.dtype is None else np.dtype(value.dtype.numpy())
-
-    def sizes(self, value):
-        if value.shape is None:
-            return None
-        return [d if isinstance(d, int) else None for d in value.shape]
+def _index_add(self, dim: int, index, source, alpha: float = 1):
+    return index_add(builder(), self, dim, index, source, alpha)
 
 
-#: TorchScript scalar type names -> numpy dtypes (what Value.type().scalarType() returns).
-_TS_DTYPES = {"Float": np.float32, "Double": np.float64, "Half": np.float16, "Int": np.int32, "Long": np.int64,
-              "Short": np.int16, "Char": np.int8, "Byte": np.uint8, "Bool": np.bool_}
+def _scatter_reduce_old(self, dim: int, index, src, reduce: str):
+    return scatter_reduce_old(builder(), self, dim, index, src, reduce)
 
 
-class TorchScriptBuilder(Builder):
-    """torch's GraphContext `g`; reads types through the public methods of torch._C.Value/Type only."""
+def _scatter_value_reduce(self, dim: int, index, value: float, reduce: str):
+    return scatter_value_reduce(builder(), self, dim, index, value, reduce)
 
-    exporter = "TorchScript"
 
-    def __init__(self, g):
-        self.g = g
+def _scatter_add(self, dim: int, index, src):
+    return scatter_elements(builder(), self, dim, index, src, "sum", True, "scatter_add")
 
-    @staticmethod
-    def _attribute(name, value):
-        if isinstance(value, bool) or isinstance(value, (int, np.integer)):
-            return f"{name}_i", int(value)
-        if isinstance(value, float):
-            return f"{name}_f", value
-        if isinstance(value, str):
-            return f"{name}_s", value
-        if isinstance(value, (list, tuple)):
-            return f"{name}_is", [int(v) for v in value]
-        raise TypeError(f"attribute {name}={value!r}")
 
-    def op(self, name, *inputs, **attributes):
-        return self.g.op(name, *inputs, **dict(self._attribute(k, v) for k, v in attributes.items()))
+def _segment_reduce(data, reduce: str, lengths=None,
+                    indices=None, offsets=None,
+                    axis: int = 0, unsafe: bool = False, initial: Optional[float] = None):
+    return segment_reduce(builder(), data, reduce, lengths, indices, offsets, axis, initial)
 
-    def ov(self, name, *inputs, **attributes):
-        return self.op(f"{DOMAIN}::{name}", *inputs, **attributes)
 
-    def const(self, array):
-        import torch
-        return self.g.op("Constant", value_t=torch.from_numpy(np.array(array)))
+def translations(aten) -> dict:
+    """{aten overload: onnxscript function} of the dynamo exporter."""
+    return {
+        aten.scatter_reduce.two: _scatter_reduce,
+        aten.index_reduce.default: _index_reduce,
+        aten.index_add.default: _index_add,
+        aten.scatter.reduce: _scatter_reduce_old,
+        aten.scatter.value_reduce: _scatter_value_reduce,
+        aten.scatter_add.default: _scatter_add,
+        aten.segment_reduce.default: _segment_reduce,
+    }
 
-    def is_none(self, value) -> bool:
-        return value is None or value.node().mustBeNone()
 
-    def rank(self, value):
-        try:
-            return value.type().dim()
-        except (AttributeError, RuntimeError):
-            return None
+# TorchScript path: symbolic functions
 
-    def dtype(self, value):
-        try:
-            name = value.type().scalarType()
-        except (AttributeError, RuntimeError):
-            return None
-        return None if name not in _TS_DTYPES else np.dtype(_TS_DTYPES[name])
+def _sym_scatter_reduce(b, self, dim, index, src, reduce, include_self):
+    return scatter_elements(b, self, dim, index, src, reduction(reduce), include_self)
 
-    def sizes(self, value):
-        try:
-            sizes = value.type().varyingSizes()
-        except (AttributeError, RuntimeError):
-            return None
-        return None if sizes is None else list(sizes)
+
+def _sym_scatter(b, self, dim, index, src, reduce=None):
+    """aten::scatter, all four overloads: (self, dim, index, src|value[, reduce])."""
+    import torch
+    if isinstance(src, torch._C.Value) and b.rank(src) == 0 and src.node().kind() == "onnx::Constant":
+        # the .value overloads: a scalar spread over index's shape, in self's dtype
+        dtype = b.known_dtype(self, "scatter", "self")
+        src = b.op("Expand", b.op("Cast", src, to=onnx_type(dtype)), b.op("Shape", index))
+    if reduce is None:
+        return scatter_plain(b, self, dim, index, src)
+    return scatter_reduce_old(b, self, dim, index, src, reduce)
+
+
+def _sym_index_put(b, self, indices, values, accumulate):
+    node = indices.node()
+    if node.kind() != "prim::ListConstruct":
+        raise refuse("index_put", "the index list is not a literal list; use the dynamo exporter")
+    return index_put(b, self, list(node.inputs()), values, accumulate)
+
+
+SYMBOLIC_NAMES = ("aten::scatter_reduce", "aten::index_reduce", "aten::index_add", "aten::scatter",
+                  "aten::scatter_add", "aten::segment_reduce", "aten::index_put")
+
+
+def symbolics() -> dict:
+    """{aten name: symbolic function} of the TorchScript exporter (index_put too: dynamo's own is right,
+    TorchScript's is not)."""
+    return {
+        "aten::scatter_reduce": ts(_sym_scatter_reduce, "i", "v", "v", "s", "b"),
+        "aten::index_reduce": ts(index_reduce, "i", "v", "v", "s", "b"),
+        "aten::index_add": ts(index_add, "i", "v", "v", "f"),
+        "aten::scatter": ts(_sym_scatter, "i", "v", "v", "s"),
+        "aten::scatter_add": ts(lambda b, self, dim, index, src: scatter_elements(
+            b, self, dim, index, src, "sum", True, "scatter_add"), "i", "v", "v"),
+        "aten::segment_reduce": ts(lambda b, data, reduce, lengths, indices, offsets, axis, unsafe, initial:
+                                   segment_reduce(b, data, reduce, lengths, indices, offsets, axis, initial),
+                                   "s", "v", "v", "v", "i", "none", "f", keep_type=False),
+        "aten::index_put": ts(_sym_index_put, "v", "v", "b"),
+    }
