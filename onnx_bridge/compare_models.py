@@ -40,8 +40,7 @@ NO_DYNAMIC_QUANTIZATION = {"DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
 COMPRESSED = {"u8", "i8", "u4", "i4", "u2", "u3", "u6", "nf4", "f4e2m1", "f8e4m3", "f8e5m2"}
 #: standard OpenVINO ops (not dialect units) whose output order among equal scores is open (stable=false
 #: TopK, NMS, detection outputs); the dialect ops say so in their unit (`open_order`), see tie_ops()
-STANDARD_TIE_OPS = frozenset({"TopK", "NonMaxSuppression", "ExperimentalDetectronDetectionOutput",
-                              "ExperimentalDetectronGenerateProposalsSingleImage", "GenerateProposals"})
+STANDARD_TIE_OPS = frozenset({"TopK"})
 #: ops larger models are reported with progress lines
 PROGRESS_OPS = 300
 

@@ -236,6 +236,7 @@ DIVERGENCES = (
 
 UNIT = DialectUnit(
     op_type=OP, family="detection",
+    open_order="detections of equal scores may come in any order",
     specs=(OpSpec(OP, 6, (Port("rois", "T"), Port("deltas", "T"), Port("scores", "T"), Port("im_info", "T")),
                   (Port("boxes", "T"), Port("classes", "I"), Port("boxes_scores", "T")),
                   (Attribute("score_threshold", "float", REQUIRED), Attribute("nms_threshold", "float", REQUIRED),

@@ -288,6 +288,7 @@ DIVERGENCES = (
 
 UNIT = DialectUnit(
     op_type=OP, family="detection",
+    open_order="proposals of equal scores may come in any order",
     specs=(OpSpec(OP, 6, (Port("im_info", "T"), Port("anchors", "T"), Port("deltas", "T"), Port("scores", "T")),
                   (Port("output_rois", "T"), Port("output_scores", "T")),
                   (Attribute("min_size", "float", REQUIRED), Attribute("nms_threshold", "float", REQUIRED),

@@ -172,6 +172,7 @@ DIVERGENCES = (
 
 UNIT = DialectUnit(
     op_type=OP, family="detection",
+    open_order="proposals of equal scores may come in any order",
     specs=(OpSpec(OP, 9, (Port("im_info", "T"), Port("anchors", "T"), Port("deltas", "T"), Port("scores", "T")),
                   (Port("rois", "T"), Port("roi_scores", "T"), Port("rois_num", "I")),
                   (Attribute("min_size", "float", REQUIRED), Attribute("nms_threshold", "float", REQUIRED),

@@ -284,6 +284,7 @@ def _factory(ov, inputs, attributes):
 _INDEX = (np.dtype(np.int32), np.dtype(np.int64))
 UNIT = DialectUnit(
     op_type=OP, family="detection",
+    open_order="boxes of equal scores may come in any order (standard and soft NonMaxSuppression alike)",
     specs=(OpSpec(OP, 9, (Port("boxes", "T"), Port("scores", "T"), Port("max_output_boxes_per_class", "I"),
                           Port("iou_threshold", "T"), Port("score_threshold", "T"), Port("soft_nms_sigma", "T")),
                   (Port("selected_indices", "O"), Port("selected_scores", "T"), Port("valid_outputs", "O")),
