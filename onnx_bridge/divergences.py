@@ -25,6 +25,9 @@ Backends: "openvino-cpu" (OpenVINO 2026.4 CPU plugin, native ops, INFERENCE_PREC
 "onnxruntime" (onnxruntime 1.31 standard ops: what a lowered model runs), "onnx-reference"
 (onnx.reference.ReferenceEvaluator standard ops) and "torch" (torch 2.13: scatter, scatter_reduce,
 index_copy, unique, linalg.vector_norm).
+
+OpenVINO IR ops that import as standard ONNX are not dialect ops: where OpenVINO departs from their
+specification, onnx_bridge.compare_explain.DEVIATIONS declares it; docs/divergences.md lists both tables.
 """
 from __future__ import annotations
 
@@ -235,6 +238,17 @@ def to_markdown() -> str:
                            + "; ".join(f"({n}) {o.where}" for n, o in enumerate(d.outcomes, 1)) + ".")
             lines.append(f"| `{d.id}` | {ops} | {d.kind} | {d.title} | {reason.replace('|', '/')} |")
         lines.append("")
+    from .compare_explain import DEVIATIONS  # OpenVINO IR ops imported as standard ONNX
+    lines += ["## OpenVINO IR ops imported as standard ONNX", "",
+              "OpenVINO (CPU plugin, and its reference where marked) against the op's specification, which the "
+              "import follows; declared in `onnx_bridge/compare_explain.py` `DEVIATIONS` (`onnx-bridge compare` "
+              "names them).", "", "| id | op | divergence | OpenVINO's reference too | the converted model |",
+              "|---|---|---|---|---|"]
+    follows = {"converted": "follows the specification", "unknown": "specification leaves it open"}
+    for d in DEVIATIONS:
+        lines.append(f"| `{d.id}` | {d.op} | {d.title.replace('|', '/')} | {'yes' if d.reference_too else 'no'} "
+                     f"| {follows.get(d.follows_spec, d.follows_spec)} |")
+    lines.append("")
     return "\n".join(lines)
 
 
