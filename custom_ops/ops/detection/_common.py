@@ -78,3 +78,32 @@ def nms_factory(opset: str, type_name: str):
             used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 4], np.int64)), True).output(0)
         return NodeFactory(opset).create(type_name, used, attributes)
     return factory
+
+
+def greedy_nms(count: int, suppresses, limit: int | None = None, block: int = 64) -> np.ndarray:
+    """Greedy NMS over candidates 0..count-1, best first: the kept positions, in order (at most `limit`).
+
+    suppresses(kept, candidates) -> bool [len(kept), len(candidates)]: whether a kept box removes a candidate
+    (e.g. IoU > threshold), on position arrays. A candidate is kept when no earlier kept box removes it; the
+    same result as the one-box-at-a-time loop, with the overlaps computed a block at a time: each block is
+    checked against the boxes kept before it at once, then against itself, so only kept x candidates and
+    in-block pairs are ever computed."""
+    kept: list[int] = []
+    limit = count if limit is None else limit
+    for start in range(0, count, block):
+        if len(kept) >= limit:
+            break
+        candidates = np.arange(start, min(start + block, count))
+        if kept:
+            candidates = candidates[~suppresses(np.asarray(kept), candidates).any(axis=0)]
+        if not candidates.size:
+            continue
+        inner = suppresses(candidates, candidates)
+        alive = np.ones(candidates.size, bool)
+        for row in range(candidates.size):
+            if alive[row]:
+                kept.append(int(candidates[row]))
+                if len(kept) >= limit:
+                    break
+                alive[row + 1:] &= ~inner[row, row + 1:]
+    return np.asarray(kept, np.int64)

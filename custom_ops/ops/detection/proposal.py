@@ -13,7 +13,7 @@ from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
-from ._common import bool_map, flag, maps, native
+from ._common import bool_map, flag, greedy_nms, maps, native
 
 OP = "Proposal"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -158,19 +158,11 @@ def _exp(x):
 def _nms(boxes, threshold, limit, offset):
     """Greedy NMS over boxes sorted best first: indices kept, at most `limit`."""
     x0, y0, x1, y1 = (boxes[:, k] for k in range(4))
-    alive = np.ones(len(boxes), bool)
-    kept = []
-    for i in range(len(boxes)):
-        if not alive[i]:
-            continue
-        kept.append(i)
-        if len(kept) == limit:
-            break
-        j = np.arange(i + 1, len(boxes))
-        if not j.size:
-            continue
+    zero = boxes.dtype.type(0)
+
+    def suppresses(i, j):
+        i, j = i[:, None], j[None, :]
         overlap = (x0[i] <= x1[j]) & (y0[i] <= y1[j]) & (x0[j] <= x1[i]) & (y0[j] <= y1[i])
-        zero = boxes.dtype.type(0)
         iw = np.maximum(zero, np.minimum(x1[i], x1[j]) - np.maximum(x0[i], x0[j]) + offset)
         ih = np.maximum(zero, np.minimum(y1[i], y1[j]) - np.maximum(y0[i], y0[j]) + offset)
         area = iw * ih
@@ -178,8 +170,9 @@ def _nms(boxes, threshold, limit, offset):
         b_area = (x1[j] - x0[j] + offset) * (y1[j] - y0[j] + offset)
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = np.where(overlap, (area / (a_area + b_area - area)).astype(F32), F32(0))
-        alive[j[threshold < iou]] = False
-    return np.asarray(kept, np.int64)
+        return threshold < iou
+
+    return greedy_nms(len(boxes), suppresses, limit)
 
 
 def _infer(ctx) -> None:
