@@ -36,8 +36,6 @@ NOT_YET_OP_AGNOSTIC = {
     "onnx_bridge/commands/convert.py": "help text naming the raised standard ops",
     "onnx_bridge/commands/conformance.py": "help text examples",
     "onnx_bridge/commands/demo.py": "printed explanation naming the op whose float sums differ",
-    "benchmarks/ir_ops.py": "imported OpenVINO ops vs OpenVINO CPU (standard and dialect alike), not yet from "
-                            "unit.benchmark",
     "benchmarks/models.py": "benchmark models, not yet moved into the units",
     "benchmarks/cases.py": "benchmark cases, not yet moved into the units",
     "benchmarks/columns.py": "benchmark columns, not yet moved into the units",

@@ -24,7 +24,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port)
 
 from ._common import bool_map, flag, greedy_nms, maps, native, output_type
 
@@ -378,6 +379,27 @@ DIVERGENCES = (
 )
 
 
+def _ssd_inputs(priors: int):
+    """SSD head outputs over `priors` random priors (3 classes, softmax-like scores)."""
+    def inputs(rng):
+        centers, sizes = rng.random((priors, 2)), rng.random((priors, 2)) * 0.2 + 0.05
+        boxes = np.concatenate([centers - sizes / 2, centers + sizes / 2], 1).reshape(1, -1)
+        proposals = np.stack([boxes, np.tile([0.1, 0.1, 0.2, 0.2], (1, priors))], 1).astype(np.float32)
+        scores = rng.random((priors, 3)).astype(np.float32)
+        return {"box_logits": (rng.standard_normal((1, priors * 4)) * 0.1).astype(np.float32),
+                "class_preds": (scores / scores.sum(1, keepdims=True)).reshape(1, -1), "proposals": proposals}
+    return inputs
+
+
+def benchmark_cases(mode: str) -> list:
+    """keep_top_k below the detections: the output is filled (OpenVINO leaves rows after the -1 uninitialised)."""
+    priors, keep = {"full": (1917, 100), "quick": (1917, 100), "tiny": (20, 10)}[mode]
+    return [BenchmarkCase(f"detection-output-{priors}", f"SSD {priors} priors, 3 classes, top_k 200, keep {keep}",
+                          _ssd_inputs(priors),
+                          {"top_k": 200, "keep_top_k": [keep], "code_type": CODE_TYPES[1], "nms_threshold": 0.45,
+                           "confidence_threshold": 0.05, "normalized": 1}, constants=("proposals",))]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 8, tuple(Port(p, "T", optional=i >= 3) for i, p in enumerate(PORTS)),
@@ -407,5 +429,5 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch has no DetectionOutput op"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -20,7 +20,7 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpenVINO, OpSpec, Port
 
 from ._common import greedy_nms
 
@@ -256,6 +256,19 @@ def _factory(ov, inputs, a):
     return NodeFactory("opset13").create("NMSRotated", used, a)
 
 
+def benchmark_cases(mode: str) -> list:
+    """M random rotated boxes in a 100 x 100 image, 2 classes, at most 100 kept per class."""
+    m = {"full": 300, "quick": 300, "tiny": 12}[mode]
+
+    def inputs(rng):
+        boxes = np.concatenate([rng.uniform(0, 100, (1, m, 2)), rng.uniform(5, 20, (1, m, 2)),
+                                rng.uniform(-3.2, 3.2, (1, m, 1))], -1)
+        return {"boxes": boxes.astype(np.float32), "scores": rng.permutation(2 * m).reshape(1, 2, m).astype(
+                    np.float32) / np.float32(2 * m), "max_output_boxes_per_class": np.array(100, np.int64),
+                "iou_threshold": np.array(0.5, np.float32), "score_threshold": np.array(0.05, np.float32)}
+    return [BenchmarkCase(f"nms-rotated-{m}", f"{m} boxes, 2 classes, keep 100", inputs)]
+
+
 _INDEX = (np.dtype(np.int32), np.dtype(np.int64))
 UNIT = DialectUnit(
     op_type=OP, family="detection",
@@ -279,5 +292,5 @@ UNIT = DialectUnit(
     divergences=Absent("none measured on the generated cases (bit-exact)"),
     pyop_outputs=lambda inputs: (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.int64)),
     pyop_casts=_pyop_casts,
-    benchmark=Absent("not benchmarked: the rotated IoU is scalar Python per box pair"),
+    benchmark=Benchmark(benchmark_cases),
 )

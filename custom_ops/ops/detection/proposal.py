@@ -11,7 +11,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port)
 
 from ._common import bool_map, flag, greedy_nms, maps, native
 
@@ -285,6 +286,21 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """A Faster R-CNN RPN head over an hw x hw feature map, 3 anchors; the rois (the probs' tail after the
+    last roi is uninitialised on the CPU plugin)."""
+    hw = {"full": 38, "quick": 38, "tiny": 4}[mode]
+
+    def inputs(rng):
+        return {"class_probs": rng.random((1, 6, hw, hw)).astype(np.float32),
+                "bbox_deltas": (rng.standard_normal((1, 12, hw, hw)) * 0.1).astype(np.float32),
+                "image_shape": np.array([hw * 16, hw * 16, 1], np.float32)}
+    return [BenchmarkCase(f"proposal-{hw}", f"{hw}x{hw}, 3 anchors, pre 600 post 100", inputs,
+                          {"base_size": 16, "pre_nms_topn": 600, "post_nms_topn": 100, "nms_thresh": 0.7,
+                           "feat_stride": 16, "min_size": 4, "ratio": [0.5, 1.0, 2.0], "scale": [8.0]},
+                          constants=("image_shape",), outputs=(0,))]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 4, (Port("class_probs", "T"), Port("bbox_deltas", "T"), Port("image_shape", "T")),
@@ -310,5 +326,5 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision's RPN is not exported through the dialect"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )
