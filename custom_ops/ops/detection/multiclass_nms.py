@@ -22,8 +22,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
-                             Port)
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpSpec, OpenVINO, Port)
 
 from ._common import index_pyop_casts, nms_factory, nms_infer
 
@@ -220,6 +220,24 @@ DIVERGENCES = (
 )
 
 
+def _box_inputs(count: int, classes: int):
+    """count random boxes in a 100 x 100 image, distinct scores over `classes` classes (one image)."""
+    def inputs(rng):
+        corner = rng.uniform(0, 90, (1, count, 2))
+        boxes = np.concatenate([corner, corner + rng.uniform(2, 20, (1, count, 2))], -1).astype(np.float32)
+        scores = (rng.permutation(classes * count).reshape(1, classes, count) / (classes * count)).astype(np.float32)
+        return {"boxes": boxes, "scores": scores}
+    return inputs
+
+
+def benchmark_cases(mode: str) -> list:
+    count, classes = {"full": (1000, 20), "quick": (1000, 20), "tiny": (16, 2)}[mode]
+    return [BenchmarkCase(f"multiclass-nms-{count}", f"{count} boxes, {classes} classes, nms_top_k 200, keep 100",
+                          _box_inputs(count, classes),
+                          {"iou_threshold": 0.5, "score_threshold": 0.05, "nms_top_k": 200, "keep_top_k": 100,
+                           "background_class": -1, "normalized": 0})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 9, (Port("boxes", "T"), Port("scores", "T"), Port("roisnum", "I", optional=True)),
@@ -251,5 +269,5 @@ UNIT = DialectUnit(
     divergences=DIVERGENCES,
     pyop_outputs=lambda inputs: (inputs[0], np.dtype(np.int64), np.dtype(np.int64)),
     pyop_casts=index_pyop_casts,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

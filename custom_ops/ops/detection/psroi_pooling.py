@@ -19,7 +19,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpSpec, OpenVINO, Port)
 
 from ._common import maps, native, output_type
 
@@ -231,6 +232,20 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """R-FCN head: average position-sensitive pooling, group 7, of rois inside a 24 x 24 map (scale 1/16)."""
+    dim, group, rois = {"full": (8, 7, 50), "quick": (8, 7, 50), "tiny": (2, 2, 3)}[mode]
+
+    def inputs(rng):
+        corners = rng.uniform(0, 1, (rois, 4)) * (np.array([24, 24, 24, 24]) / 0.0625 - 1.01)
+        corners = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                                  np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+        return {"input": rng.standard_normal((1, dim * group * group, 24, 24)).astype(np.float32),
+                "coords": np.concatenate([np.zeros((rois, 1)), corners], axis=1).astype(np.float32)}
+    return [BenchmarkCase(f"psroi-pooling-{rois}", f"average, output_dim {dim}, group {group}: {rois} rois", inputs,
+                          {"output_dim": dim, "group_size": group, "spatial_scale": 0.0625, "mode": "average"})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 1, (Port("input", "T"), Port("coords", "T")), (Port("output", "T"),),
@@ -249,5 +264,5 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision.ops.ps_roi_pool is not exported through the dialect"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -15,7 +15,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpSpec, OpenVINO, Port)
 
 from ._common import maps, native, output_type
 
@@ -223,6 +224,20 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """Fast R-CNN head: max pooling 7x7 of rois (image coordinates, scale 1/16) over a C x 38 x 50 map."""
+    channels, rois = {"full": (64, 100), "quick": (64, 100), "tiny": (2, 3)}[mode]
+
+    def inputs(rng):
+        corners = rng.uniform(0, 1, (rois, 4)) * np.array([800, 600, 800, 600])
+        corners = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                                  np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+        return {"input": rng.standard_normal((1, channels, 38, 50)).astype(np.float32),
+                "coords": np.concatenate([np.zeros((rois, 1)), corners], axis=1).astype(np.float32)}
+    return [BenchmarkCase(f"roi-pooling-{rois}", f"max 7x7: {rois} rois over 1x{channels}x38x50", inputs,
+                          {"pooled_h": 7, "pooled_w": 7, "spatial_scale": 0.0625, "method": "max"})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 2, (Port("input", "T"), Port("coords", "T")), (Port("output", "T"),),
@@ -240,5 +255,5 @@ UNIT = DialectUnit(
     raising=Absent("standard MaxRoiPool is not raised"),
     torch=Absent("torchvision.ops.roi_pool is not exported through the dialect"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -18,7 +18,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpSpec,
+                             OpenVINO, Port)
 
 OP = "CTCLoss"
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
@@ -179,6 +180,18 @@ def _infer(ctx) -> None:
         ctx.set_output_type(0, helper.make_tensor_type_proto(known.tensor_type.elem_type, [None]))
 
 
+def benchmark_cases(mode: str) -> list:
+    """Labels of length 30 (tiny 2) avoiding the default blank (the last class)."""
+    batch, steps, classes, length = {"full": (8, 100, 40, 30), "quick": (8, 100, 40, 30), "tiny": (2, 6, 4, 2)}[mode]
+
+    def inputs(rng):
+        return {"logits": rng.standard_normal((batch, steps, classes)).astype(np.float32),
+                "logit_length": np.full(batch, steps, np.int32),
+                "labels": rng.integers(0, classes - 1, (batch, steps)).astype(np.int32),
+                "label_length": np.full(batch, length, np.int32)}
+    return [BenchmarkCase(f"ctc-loss-{steps}", f"N {batch}, T {steps}, C {classes}, labels {length}", inputs)]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="sequence",
     specs=(OpSpec(OP, 4, (Port("logits", "T"), Port("logit_length", "I"), Port("labels", "I"),
@@ -201,5 +214,5 @@ UNIT = DialectUnit(
     torch=Absent("torch.nn.functional.ctc_loss has no unique / preprocess_collapse_repeated; adapter not written"),
     divergences=Absent("none measured on valid inputs with labels (label_length 0 is not generated: the CPU "
                        "plugin indexes before its lattice there)"),
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )
