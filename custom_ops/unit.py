@@ -171,8 +171,8 @@ class Benchmark:
     nodes, feeds, initializers, label, to_contract) raising NotImplementedError(reason) where none applies;
     torch(case, inputs) and numpy(case, inputs) -> (run, note) with run() giving the dialect's outputs (None
     for an output not given). targets(cases) -> rows (target, (case id, column), (case id, column), limit,
-    options dict) of the performance targets; memory_limit: peak memory of a run, in multiples of its data
-    input, reported and checked."""
+    options dict: speedup, strict, note) of the performance targets; memory_limit: peak memory of a run, in
+    multiples of its first input, reported and checked."""
     cases: Callable
     table: bool = False
     native: Callable | None = None
@@ -180,6 +180,9 @@ class Benchmark:
     numpy: Callable | None = None
     targets: Callable | None = None
     memory_limit: float | None = None
+    #: OpenVINO's CPU plugin is timed only up to this many rows of the first input (None: no limit); beyond,
+    #: the benchmark times it on a prefix and reports that instead (too slow to run whole).
+    openvino_rows: int | None = None
 
     def all_cases(self, op_type: str, mode: str) -> list:
         return [replace(case, op=op_type) for case in self.cases(mode)]

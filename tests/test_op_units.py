@@ -36,14 +36,6 @@ NOT_YET_OP_AGNOSTIC = {
     "onnx_bridge/commands/convert.py": "help text naming the raised standard ops",
     "onnx_bridge/commands/conformance.py": "help text examples",
     "onnx_bridge/commands/demo.py": "printed explanation naming the op whose float sums differ",
-    "benchmarks/models.py": "benchmark models, not yet moved into the units",
-    "benchmarks/cases.py": "benchmark cases, not yet moved into the units",
-    "benchmarks/columns.py": "benchmark columns, not yet moved into the units",
-    "benchmarks/stock.py": "stock (native) counterparts of the seed ops",
-    "benchmarks/targets.py": "benchmark targets",
-    "benchmarks/floor.py": "benchmark floors",
-    "benchmarks/threads.py": "benchmark thread cases",
-    "benchmarks/report.py": "report text naming the benchmarked op",
     "converters/graph.py": "the standard ONNX Unique's output types (the ONNX op of the same name)",
 }
 

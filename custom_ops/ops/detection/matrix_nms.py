@@ -19,7 +19,7 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
-                             OpSpec, OpenVINO, Port)
+                             OpenVINO, OpSpec, Port)
 
 from ._common import index_pyop_casts, nms_factory, nms_infer
 

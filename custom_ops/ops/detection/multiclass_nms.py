@@ -23,7 +23,7 @@ from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
-                             OpSpec, OpenVINO, Port)
+                             OpenVINO, OpSpec, Port)
 
 from ._common import index_pyop_casts, nms_factory, nms_infer
 

@@ -20,7 +20,7 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
-                             OpSpec, OpenVINO, Port)
+                             OpenVINO, OpSpec, Port)
 
 from ._common import maps, native, output_type
 

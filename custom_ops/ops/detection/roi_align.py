@@ -17,7 +17,7 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit,
-                             Divergence, OpSpec, OpenVINO, Port)
+                             Divergence, OpenVINO, OpSpec, Port)
 
 from ._common import FLOATS, output_type
 

@@ -16,7 +16,7 @@ from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
-                             OpSpec, OpenVINO, Port, expected_shape_of, same_as_input)
+                             OpenVINO, OpSpec, Port, expected_shape_of, same_as_input)
 
 OP = "Inverse"
 TYPES = FLOAT_TYPES

@@ -14,7 +14,7 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES, INTEGER_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import (Absent, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence, OpSpec, OpenVINO, Port,
+from custom_ops.unit import (Absent, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port,
                              expected_shape_of, same_as_input)
 
 OP = "GatherTree"
