@@ -28,12 +28,18 @@ OP = "NMSRotated"
 F = np.float32
 
 
+def _libm(function, value) -> float:
+    """cos/sin in double as C's: NaN for an infinite angle (Python's math raises there)."""
+    value = float(value)
+    return function(value) if math.isfinite(value) or math.isnan(value) else math.nan
+
+
 def _vertices(boxes):
     """Corners [M, 4, 2] (float32) of boxes [M, 5]; cos/sin in double, as the reference."""
     boxes = np.asarray(boxes, F).reshape(-1, 5)
     x, y, w, h, a = (boxes[:, k] for k in range(5))
-    cos2 = np.array([math.cos(float(v)) for v in a], F).reshape(-1) * F(0.5)
-    sin2 = np.array([math.sin(float(v)) for v in a], F).reshape(-1) * F(0.5)
+    cos2 = np.array([_libm(math.cos, v) for v in a], F).reshape(-1) * F(0.5)
+    sin2 = np.array([_libm(math.sin, v) for v in a], F).reshape(-1) * F(0.5)
     p0 = (x - sin2 * h - cos2 * w, y + cos2 * h - sin2 * w)
     p1 = (x + sin2 * h - cos2 * w, y - cos2 * h - sin2 * w)
     corners = [p0, p1, (F(2) * x - p0[0], F(2) * y - p0[1]), (F(2) * x - p1[0], F(2) * y - p1[1])]

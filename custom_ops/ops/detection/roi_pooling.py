@@ -95,17 +95,16 @@ def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
     x0, y0, x1, y1 = corners.T
     h0, h1 = _bins(y0, np.maximum(y1 - y0 + 1, 1), pooled_h, height, t)       # [R, PH]
     w0, w1 = _bins(x0, np.maximum(x1 - x0 + 1, 1), pooled_w, width, t)       # [R, PW]
-    rows, cols = np.arange(height), np.arange(width)
     out = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), t)
-    lowest = np.finfo(t).min
-    for r in range(rois.shape[0]):                      # bins differ per ROI; everything else is vectorised
-        in_w = (cols[None, :] >= w0[r, :, None]) & (cols[None, :] < w1[r, :, None])          # [PW, W]
-        in_h = (rows[None, :] >= h0[r, :, None]) & (rows[None, :] < h1[r, :, None])          # [PH, H]
-        fmap = data[ids[r]]                                                                   # [C, H, W]
-        across = np.where(in_w[None, None], fmap[:, :, None, :], lowest).max(axis=-1, initial=lowest)
-        pooled = np.where(in_h[None, :, :, None], across[:, None, :, :], lowest).max(axis=2, initial=lowest)
-        empty = (h1[r] <= h0[r])[:, None] | (w1[r] <= w0[r])[None, :]                         # [PH, PW]
-        out[r] = np.where(empty[None], t.type(0), pooled)
+    lowest = np.finfo(t).min                            # the reference's start value (so -inf bins give it)
+    columns = np.ascontiguousarray(data.transpose(0, 3, 1, 2))                               # [N, W, C, H]
+    for r in range(rois.shape[0]):                      # bins differ per ROI: max over columns, then rows
+        across = np.full((height, pooled_w, channels), lowest, t)                            # [H, PW, C]
+        for j in np.flatnonzero(w1[r] > w0[r]):
+            across[:, j] = np.maximum(columns[ids[r], w0[r, j]:w1[r, j]].max(axis=0), lowest).T
+        for i in np.flatnonzero(h1[r] > h0[r]):
+            out[r, :, i] = across[h0[r, i]:h1[r, i]].max(axis=0).T
+        out[r][:, :, w1[r] <= w0[r]] = 0                                                     # empty bins
     return out
 
 
