@@ -86,16 +86,33 @@ def _average(data, box, ids, output_dim, group, scale):
     w0, w1 = edges(x0, bin_w, width, "x")
     h0, h1 = edges(y0, bin_h, height, "y")
     channels = np.arange(output_dim * group * group).reshape(output_dim, group, group)
-    values = data[ids[:, None, None, None], channels[None]]                     # [R, K, G, G, H, W]
-    rows, cols = np.arange(height), np.arange(width)
-    in_h = (rows >= h0[:, :, None]) & (rows < h1[:, :, None])                   # [R, G, H]
-    in_w = (cols >= w0[:, :, None]) & (cols < w1[:, :, None])                   # [R, G, W]
-    inside = in_h[:, None, :, None, :, None] & in_w[:, None, None, :, None, :]  # [R, 1, G, G, H, W]
-    masked = np.where(inside, values, t.type(0)).reshape(*values.shape[:4], height * width)
-    total = np.cumsum(masked, axis=-1, dtype=t)[..., -1] if masked.shape[-1] else np.zeros(masked.shape[:4], t)
+    if not (box.shape[0] and height and width):                                 # no ROI, or an empty map
+        total = np.zeros((box.shape[0], output_dim, group, group), t)
+    else:
+        total = _bin_sums(data, ids, channels, h0, h1, w0, w1)
     count = ((h1 - h0)[:, :, None] * (w1 - w0)[:, None, :])                     # [R, G, G]
     with np.errstate(divide="ignore", invalid="ignore"):
         return (total / count[:, None].astype(t)).astype(t)
+
+
+def _bin_sums(data, ids, channels, h0, h1, w0, w1):
+    """[R, K, G, G] sums of the bins' values in row order, as the reference adds them. Each bin is gathered into
+    a window of the largest bin's size padded with zeros, after a leading zero: adding +0.0 changes no sum but
+    a -0.0 one, so the sums are the reference's (-0.0 leads a bin covering the whole map, whose sum is the
+    reference's from its first value: -0.0 + x = x)."""
+    t = data.dtype
+    _, _, height, width = data.shape
+    rows = h0[:, :, None] + np.arange(max(int((h1 - h0).max(initial=0)), 0))                # [R, G, BH]
+    cols = w0[:, :, None] + np.arange(max(int((w1 - w0).max(initial=0)), 0))                # [R, G, BW]
+    inside = (rows < h1[:, :, None])[:, None, :, None, :, None] & (cols < w1[:, :, None])[:, None, None, :, None, :]
+    values = data[ids[:, None, None, None, None, None], channels[None, :, :, :, None, None],
+                  np.minimum(rows, height - 1)[:, None, :, None, :, None],
+                  np.minimum(cols, width - 1)[:, None, None, :, None, :]]               # [R, K, G, G, BH, BW]
+    masked = np.where(inside, values, t.type(0)).reshape(*values.shape[:4], rows.shape[2] * cols.shape[2])
+    whole = (h0 == 0)[:, :, None] & (h1 == height)[:, :, None] & (w0 == 0)[:, None, :] & (w1 == width)[:, None, :]
+    lead = np.where(whole, t.type(-0.0), t.type(0.0))[:, None, :, :, None]                  # [R, 1, G, G, 1]
+    masked = np.concatenate([np.broadcast_to(lead, (*masked.shape[:4], 1)), masked], axis=-1)
+    return np.cumsum(masked, axis=-1, dtype=t)[..., -1]
 
 
 def inside(point, limit):
