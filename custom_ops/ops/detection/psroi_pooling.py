@@ -102,6 +102,7 @@ def _bin_sums(data, ids, channels, h0, h1, w0, w1):
     reference's from its first value: -0.0 + x = x)."""
     t = data.dtype
     _, _, height, width = data.shape
+    h0, w0 = np.maximum(h0, 0), np.maximum(w0, 0)       # a NaN corner's start (the bin reaches from the map's edge)
     rows = h0[:, :, None] + np.arange(max(int((h1 - h0).max(initial=0)), 0))                # [R, G, BH]
     cols = w0[:, :, None] + np.arange(max(int((w1 - w0).max(initial=0)), 0))                # [R, G, BW]
     inside = (rows < h1[:, :, None])[:, None, :, None, :, None] & (cols < w1[:, :, None])[:, None, None, :, None, :]
