@@ -5,7 +5,6 @@ from __future__ import annotations
 import custom_ops
 from custom_ops.unit import BenchmarkCase as Case, present  # noqa: F401  (Case: the row type)
 
-MODES = ("full", "quick", "tiny")
 
 
 def table_units() -> list:

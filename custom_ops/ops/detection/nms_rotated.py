@@ -20,7 +20,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpenVINO,
+                             OpSpec, Port)
 
 from ._common import greedy_nms
 

@@ -258,8 +258,9 @@ def _bench_targets(cases) -> list:
                          {"note": other_init if init == 0 and reduction != "none" else ""}))
     for column in ("bridge", "bridge_pyop"):
         for reduction in ("sum", "none"):
-            rows.append(("SEU through the bridge >= 10x faster than stock marshaling", (f"seu-{reduction}-init1", column),
-                         (f"seu-{reduction}-init1", "stock"), 10.0, {"speedup": True}))
+            case_id = f"seu-{reduction}-init1"
+            rows.append(("SEU through the bridge >= 10x faster than stock marshaling", (case_id, column),
+                         (case_id, "stock"), 10.0, {"speedup": True}))
     return rows
 
 
