@@ -7,7 +7,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 import onnxruntime as ort
 
 import custom_ops
@@ -19,7 +18,6 @@ from .options import COLUMN_KEYS
 from .models import NotApplicable
 
 OPENVINO_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
-OPENVINO_UNIQUE_PROBE = 20_000  # elements (rows) of the prefix OpenVINO's Unique is timed on
 
 
 @dataclass
@@ -78,7 +76,7 @@ def stock(case, inputs) -> Runner:
         raise NotApplicable("not run: tolist() marshaling costs up to seconds per call, so it is timed on "
                             "representative rows only")
     from . import stock as stock_ops
-    stock_ops.register(case.op, inputs["data"].dtype)
+    stock_ops.register(case.op, models.ordered_inputs(case, inputs)[0].dtype)
     model, feeds = models.stock_model(case, inputs)
     session = _ort_session(model, library=True)
     return Runner(lambda: session.run(None, feeds), keep=[session])
@@ -111,47 +109,39 @@ def openvino(case, inputs) -> Runner:
     if not _has("openvino"):
         raise NotApplicable("openvino is not installed")
     import openvino as ov
-    from openvino import opset3, opset4, opset10, opset12
+    from openvino import opset1
 
-    def parameter(name):
-        return opset12.parameter(list(inputs[name].shape), ov.Type(inputs[name].dtype), name=name)
-
-    def constant(name):
-        return opset12.constant(inputs[name])
-
-    a = case.attributes
-    if case.op == "ScatterElementsUpdate":
-        params = [parameter(n) for n in ("data", "indices", "updates")]
-        node = opset12.scatter_elements_update(*params, constant("axis"), a.get("reduction", "none"),
-                                               bool(a.get("use_init_val", 1)))
-    elif case.op == "ScatterUpdate":
-        params = [parameter(n) for n in ("data", "indices", "updates")]
-        node = opset3.scatter_update(*params, constant("axis"))
-    elif case.op == "ReduceL2":
-        params = [parameter("data")]
-        node = opset4.reduce_l2(params[0], constant("axes"), bool(a.get("keep_dims", 0)))
-    else:
-        params = [parameter("data")]
-        axis = constant("axis") if "axis" in inputs else None
-        node = opset10.unique(params[0], axis, bool(a.get("sorted", 1)), "i64", "i64")
-    compiled = ov.Core().compile_model(ov.Model(node.outputs(), params), "CPU", OPENVINO_CONFIG)
+    unit = custom_ops.unit_of(case.op)
+    limit = unit.benchmark.openvino_rows
+    first = unit.newest.inputs[0].name
+    if limit is not None and len(inputs[first]) > limit:
+        probe_runner = openvino(case, {**inputs, first: inputs[first][:limit]})
+        probe_runner.run()
+        seconds = min(_timed(probe_runner.run) for _ in range(2))
+        raise NotApplicable(f"not run: too slow on the CPU plugin at this size (its benchmark piece's limit); on "
+                            f"the first {limit} {'rows' if inputs[first].ndim > 1 else 'elements'} it took "
+                            f"{seconds:.2f} s")
+    constant = models.constant_ports(case)
+    parameters, nodes = [], []
+    for port in unit.newest.inputs:
+        value = inputs.get(port.name)
+        if value is None:
+            nodes.append(None)
+        elif port.name in constant:
+            nodes.append(ov.op.Constant(value))
+        else:
+            parameters.append(opset1.parameter(list(value.shape), ov.Type(value.dtype), name=port.name))
+            nodes.append(parameters[-1].output(0))
+    attributes = unit.openvino.ov_attributes(unit.newest.attribute_values(case.attributes))
+    node = unit.openvino.factory(ov, nodes, attributes)
+    compiled = ov.Core().compile_model(ov.Model(node.outputs(), parameters), "CPU", OPENVINO_CONFIG)
     request = compiled.create_infer_request()
-    arrays = [inputs[p.get_friendly_name()] for p in params]
+    arrays = [inputs[p.get_friendly_name()] for p in parameters]
     outputs = compiled.outputs
 
     def run():
         result = request.infer(arrays, share_inputs=True)
         return [result[o] for o in outputs]
-    if case.op == "Unique" and len(inputs["data"]) > OPENVINO_UNIQUE_PROBE:
-        # The CPU plugin's Unique is quadratic in the number of distinct values (10k: 0.24 s, 30k: 1.8 s,
-        # 100k: 12 s measured): at these sizes it would run for hours. Time it on a prefix instead.
-        probe = {**inputs, "data": inputs["data"][:OPENVINO_UNIQUE_PROBE]}
-        probe_runner = openvino(case, probe)
-        probe_runner.run()
-        seconds = min(_timed(probe_runner.run) for _ in range(2))
-        raise NotApplicable(f"not run: the CPU plugin's Unique is quadratic in distinct values; on the "
-                            f"first {OPENVINO_UNIQUE_PROBE} {'rows' if 'axis' in inputs else 'elements'} "
-                            f"it took {seconds:.2f} s")
     return Runner(run, keep=[compiled, request, arrays])
 
 
@@ -161,95 +151,29 @@ def _timed(run) -> float:
     return time.perf_counter() - start
 
 
-def torch_column(case, inputs) -> Runner:
-    if not _has("torch"):
-        raise NotApplicable("torch is not installed")
-    import torch
-
-    t = {k: torch.from_numpy(v) for k, v in inputs.items() if k not in models.CONSTANT_PORTS}
-    a = case.attributes
-    if case.op == "ScatterElementsUpdate":
-        axis, reduction = int(inputs["axis"]), a.get("reduction", "none")
-        data, indices, updates = t["data"], t["indices"], t["updates"]
-        if reduction == "none":
-            return Runner(lambda: [torch.scatter(data, axis, indices, updates).numpy()], note="scatter",
-                          keep=[t])
-        reduce = {"sum": "sum", "prod": "prod", "min": "amin", "max": "amax", "mean": "mean"}[reduction]
-        include_self = bool(a.get("use_init_val", 1))
-        return Runner(lambda: [torch.scatter_reduce(data, axis, indices, updates, reduce,
-                                                    include_self=include_self).numpy()],
-                      note=f"scatter_reduce {reduce}", keep=[t])
-    if case.op == "ScatterUpdate":
-        axis = int(inputs["axis"])
-        shape = inputs["data"].shape[:axis] + (-1,) + inputs["data"].shape[axis + 1:]
-        flat_indices, updates = t["indices"].reshape(-1), t["updates"].reshape(shape)
-        return Runner(lambda: [torch.index_copy(t["data"], axis, flat_indices, updates).numpy()],
-                      note="index_copy", keep=[t, flat_indices, updates])
-    if case.op == "ReduceL2":
-        dims = tuple(int(x) for x in inputs["axes"])
-        return Runner(lambda: [torch.linalg.vector_norm(t["data"], 2, dim=dims).numpy()],
-                      note="linalg.vector_norm", keep=[t])
-    dim = int(inputs["axis"]) if "axis" in inputs else None
-
-    def unique():
-        values, inverse, counts = torch.unique(t["data"], sorted=True, return_inverse=True,
-                                               return_counts=True, dim=dim)
-        return [values.numpy(), None, inverse.numpy().reshape(-1), counts.numpy()]
-    return Runner(unique, note="unique (no first indices)", keep=[t])
+def _counterpart(name: str, runtime: str):
+    """A column running the unit's benchmark counterpart `name` (torch, numpy)."""
+    def prepare(case, inputs) -> Runner:
+        if not _has(runtime):
+            raise NotApplicable(f"{runtime} is not installed")
+        build = getattr(custom_ops.unit_of(case.op).benchmark, name)
+        if build is None:
+            raise NotApplicable(f"no {runtime} counterpart")
+        try:
+            run, note = build(case, inputs)
+        except NotImplementedError as reason:
+            raise NotApplicable(str(reason)) from None
+        return Runner(run, note=note)
+    return prepare
 
 
-def _along_axis(indices: np.ndarray, axis: int) -> tuple:
-    """Fancy index addressing data at `indices` along axis, own position elsewhere."""
-    grids = list(np.ogrid[tuple(slice(n) for n in indices.shape)])
-    grids[axis] = indices
-    return tuple(grids)
-
-
-def numpy_column(case, inputs) -> Runner:
-    a = case.attributes
-    data = inputs["data"]
-    if case.op == "ScatterElementsUpdate":
-        reduction, axis = a.get("reduction", "none"), int(inputs["axis"])
-        if reduction == "mean":
-            raise NotApplicable("no numpy idiom for a scatter mean")
-        ufunc = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum}.get(reduction)
-        from custom_ops.ops.scatter.scatter_elements_update import neutral_value
-        neutral = neutral_value(reduction, data.dtype) if ufunc and not a.get("use_init_val", 1) else None
-
-        def run():
-            out = data.copy()
-            index = _along_axis(inputs["indices"], axis)
-            if ufunc is None:
-                out[index] = inputs["updates"]
-            else:
-                if neutral is not None:
-                    out[index] = neutral
-                ufunc.at(out, index, inputs["updates"])
-            return [out]
-        return Runner(run, note="copy + fancy index" if ufunc is None else f"copy + {ufunc.__name__}.at")
-    if case.op == "ScatterUpdate":
-        axis = int(inputs["axis"])
-
-        def run():
-            out = data.copy()
-            out[(slice(None),) * axis + (inputs["indices"],)] = inputs["updates"]
-            return [out]
-        return Runner(run, note="copy + fancy index")
-    if case.op == "ReduceL2":
-        axes = tuple(int(x) for x in inputs["axes"])
-        return Runner(lambda: [np.linalg.norm(data, axis=axes)], note="linalg.norm")
-    axis = int(inputs["axis"]) if "axis" in inputs else None
-
-    def run():
-        values, first, inverse, counts = np.unique(data, return_index=True, return_inverse=True,
-                                                   return_counts=True, axis=axis)
-        return [values, first, inverse.reshape(-1), counts]
-    return Runner(run, note="np.unique (index, inverse, counts)")
+torch_column = _counterpart("torch", "torch")
+numpy_column = _counterpart("numpy", "numpy")
 
 
 def kernel(case, inputs) -> Runner:
     spec = custom_ops.resolve(case.op, 12)
-    args = [inputs[p] for p in models.PORTS[case.op][0] if p in inputs]
+    args = models.ordered_inputs(case, inputs)
     return Runner(lambda: spec.kernel(*args, **case.attributes))
 
 

@@ -1,5 +1,6 @@
 """Imported OpenVINO ops in onnxruntime vs OpenVINO CPU: recurrent (LSTM/GRU sequences), signal (STFT, RDFT)
-and, where the tree has their dialect kernels, legacy detection (DetectionOutput, Proposal).
+and every dialect unit whose benchmark piece is not in the column table (custom_ops.unit.Benchmark, e.g. the
+detection, sequence and linear-algebra units), built by the unit's OpenVINO factory.
 
     python benchmarks/ir_ops.py [--tiny] [--rounds N]
 
@@ -57,41 +58,43 @@ def _rdft(batch, samples):
     return ov.Model([node], [x], "rdft"), {"x": _f32(6, batch, samples)}
 
 
-def _ssd(priors):
+def _unit_model(unit, case, inputs: dict):
+    """(ov.Model, feeds) of a unit's benchmark case: static-shape Parameters for its tensors, Constants for the
+    unit's constant inputs and the case's constants, the native node built by the unit's factory."""
     import openvino as ov
-    from openvino import opset1, opset8
-    rng = np.random.default_rng(7)
-    loc = opset1.parameter([1, priors * 4], np.float32, name="loc")
-    conf = opset1.parameter([1, priors * 3], np.float32, name="conf")
-    centers = rng.random((priors, 2))
-    sizes = rng.random((priors, 2)) * 0.2 + 0.05
-    boxes = np.concatenate([centers - sizes / 2, centers + sizes / 2], 1).reshape(1, -1)
-    prior = np.stack([boxes, np.tile([0.1, 0.1, 0.2, 0.2], (1, priors))], 1).astype(np.float32)
-    node = opset8.detection_output(loc, conf, opset1.constant(prior), {
-        "background_label_id": 0, "top_k": 200, "variance_encoded_in_target": False, "keep_top_k": [100],
-        "code_type": "caffe.PriorBoxParameter.CENTER_SIZE", "share_location": True, "nms_threshold": 0.45,
-        "confidence_threshold": 0.05, "normalized": True})
-    scores = rng.random((priors, 3)).astype(np.float32)
-    return ov.Model([node], [loc, conf], "detection_output"), {
-        "loc": (rng.standard_normal((1, priors * 4)) * 0.1).astype(np.float32),
-        "conf": (scores / scores.sum(1, keepdims=True)).reshape(1, -1)}
+    from openvino import opset1
+    constant = set(unit.openvino.constant_inputs) | set(case.constants)
+    parameters, nodes = [], []
+    for port in unit.newest.inputs:
+        value = inputs.get(port.name)
+        if value is None:
+            nodes.append(None)
+        elif port.name in constant:
+            nodes.append(ov.op.Constant(np.asarray(value)))
+        else:
+            parameters.append(opset1.parameter(list(value.shape), ov.Type(value.dtype), name=port.name))
+            nodes.append(parameters[-1].output(0))
+    attributes = unit.openvino.ov_attributes(unit.newest.attribute_values(case.attributes))
+    node = unit.openvino.factory(ov, nodes, attributes)
+    outputs = node.outputs() if case.outputs is None else [node.output(i) for i in case.outputs]
+    return ov.Model(outputs, parameters, case.id), {p.get_friendly_name(): inputs[p.get_friendly_name()]
+                                                   for p in parameters}
 
 
-def _proposal(hw):
-    import openvino as ov
-    from openvino import opset1, opset4
-    anchors = 3
-    cls = opset1.parameter([1, 2 * anchors, hw, hw], np.float32, name="cls")
-    bbox = opset1.parameter([1, 4 * anchors, hw, hw], np.float32, name="bbox")
-    node = opset4.proposal(cls, bbox, opset1.constant(np.array([hw * 16, hw * 16, 1], np.float32)), {
-        "base_size": np.uint32(16), "pre_nms_topn": np.uint32(600), "post_nms_topn": np.uint32(100),
-        "nms_thresh": 0.7, "feat_stride": np.uint32(16), "min_size": np.uint32(4), "ratio": [0.5, 1.0, 2.0],
-        "scale": [8.0], "clip_before_nms": True, "clip_after_nms": False, "normalize": False,
-        "box_size_scale": 1.0, "box_coordinate_scale": 1.0, "framework": ""})
-    rng = np.random.default_rng(8)
-    return ov.Model([node.output(0)], [cls, bbox], "proposal"), {
-        "cls": rng.random((1, 2 * anchors, hw, hw)).astype(np.float32),
-        "bbox": (rng.standard_normal((1, 4 * anchors, hw, hw)) * 0.1).astype(np.float32)}
+def unit_cases(mode: str) -> list:
+    """(row name, build) of every dialect unit benchmarked against OpenVINO (its benchmark piece, not in the
+    column table)."""
+    import custom_ops
+    from custom_ops.unit import present
+    rows = []
+    for unit in custom_ops.units():
+        if not present(unit.benchmark) or unit.benchmark.table:
+            continue
+        for case in unit.benchmark.all_cases(unit.op_type, mode):
+            def build(unit=unit, case=case):
+                return _unit_model(unit, case, case.inputs(np.random.default_rng(7)))
+            rows.append((f"{unit.op_type}-{unit.openvino.versions[-1]} {case.label}", build))
+    return rows
 
 
 def cases(tiny: bool):
@@ -105,9 +108,7 @@ def cases(tiny: bool):
          _sequence("gru", 8, 32, 64, 128, False)),
         ("STFT-15 B4 16000 n_fft 400 hop 160", lambda: _stft(1, 64, 16, 8) if s else _stft(4, 16000, 400, 160)),
         ("RDFT-9 B16 1024", lambda: _rdft(2, 32) if s else _rdft(16, 1024)),
-        ("DetectionOutput-8 1917 priors", lambda: _ssd(20 if s else 1917)),
-        ("Proposal-4 38x38", lambda: _proposal(4 if s else 38)),
-    ]
+    ] + unit_cases("tiny" if tiny else "full")
 
 
 def measure(build, rounds: int):

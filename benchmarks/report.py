@@ -113,7 +113,8 @@ def _floor(outcome: dict) -> list[str]:
     floor = outcome["floor"]
     shape = "x".join(map(str, floor["shape"]))
     lines = ["", "### Floor of the PyOp path", "",
-             f"Moving one {size(floor['bytes'])} float32 tensor ({shape}, the ScatterElementsUpdate data) "
+             f"Moving one {size(floor['bytes'])} float32 tensor ({shape}, the data of the {floor.get('op', '')} "
+             "cases) "
              "with no work done. A PyOp receives a fresh copy of every input and its result is copied into "
              "onnxruntime's output, so its floor is about two copies plus a fixed cost per call (last rows).",
              "", "| what | median |", "|---|---|"]

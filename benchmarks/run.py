@@ -24,8 +24,8 @@ if __package__ in (None, ""):
 import numpy as np  # noqa: E402
 
 import custom_ops  # noqa: E402
-from benchmarks import columns, memory, report, targets  # noqa: E402
-from benchmarks.cases import SHAPES, all_cases  # noqa: E402
+from benchmarks import columns, memory, models, report, targets  # noqa: E402
+from benchmarks.cases import all_cases  # noqa: E402
 from benchmarks.check import compare  # noqa: E402
 from benchmarks.floor import floor_runners  # noqa: E402
 from benchmarks.models import NotApplicable  # noqa: E402
@@ -88,14 +88,22 @@ def _predicted_too_slow(key: str, result: dict, smaller: dict | None, plan: Plan
             f"{report.duration(predicted)} or more per run here")
 
 
+def _floor_case(cases):
+    """The case whose first input's shape the PyOp floor is measured on: the first with a memory limit (a
+    scatter, whose work is about one copy of it), else the first."""
+    limited = [c for c in cases if custom_ops.unit_of(c.op).benchmark.memory_limit is not None]
+    return (limited or cases)[0]
+
+
 def run_case(case, plan: Plan, column_keys, log, smaller: dict | None = None) -> dict:
     inputs = case.inputs(np.random.default_rng(0))
     spec = custom_ops.resolve(case.op, 12)
-    expected = spec.run([inputs[k] for k in ("data", "indices", "updates", "axis", "axes") if k in inputs],
-                        case.attributes)
+    ordered = models.ordered_inputs(case, inputs)
+    expected = spec.run(ordered, case.attributes)
+    constant = models.constant_ports(case)
     result = {"id": case.id, "op": case.op, "label": case.label, "note": case.note,
-              "data_bytes": int(inputs["data"].nbytes),
-              "input_bytes": int(sum(v.nbytes for k, v in inputs.items() if k not in ("axis", "axes"))),
+              "data_bytes": int(ordered[0].nbytes),
+              "input_bytes": int(sum(v.nbytes for k, v in inputs.items() if k not in constant)),
               "cells": {}}
     runners = {}
     for column in columns.COLUMNS:
@@ -158,8 +166,9 @@ def run(args) -> dict:
                                 "cells": {}, "error": f"{type(error).__name__}: {error}"}
         gc.collect()
     log(f"[{time.time() - started:5.0f} s] floor of the PyOp path")
-    floor_shape = SHAPES[mode]["seu"][0]
-    floor = {"shape": list(floor_shape), "bytes": int(np.prod(floor_shape)) * 4,
+    floor_case = _floor_case(cases or all_cases(mode))
+    floor_shape = models.ordered_inputs(floor_case, floor_case.inputs(np.random.default_rng(0)))[0].shape
+    floor = {"shape": list(floor_shape), "bytes": int(np.prod(floor_shape)) * 4, "op": floor_case.op,
              "cells": {k: {"median": c.median, "times": c.times}
                        for k, c in measure(floor_runners(floor_shape), plan).items()}}
     if not args.no_memory and cases:

@@ -1,10 +1,11 @@
-"""The performance targets (issues 3 and 7), evaluated on one run's medians."""
+"""The performance targets (issues 3 and 7), evaluated on one run's medians: the rows of the units'
+benchmark pieces (custom_ops.unit.Benchmark.targets, memory_limit)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCATTERS = ("ScatterElementsUpdate", "ScatterUpdate")
-MEMORY_LIMIT = 3.0  # peak of a scatter, in multiples of its data input
+import custom_ops
+from custom_ops.unit import present
 
 
 @dataclass(frozen=True)
@@ -18,57 +19,26 @@ class Comparison:
     note: str = ""
 
 
+def _benchmark(op: str):
+    piece = custom_ops.unit_of(op).benchmark
+    return piece if present(piece) else None
+
+
 def comparisons(cases) -> list[Comparison]:
+    """Every unit's target rows over its cases in `cases`, where both sides are among them."""
     ids = {c.id for c in cases}
+    by_op: dict[str, list] = {}
+    for case in cases:
+        by_op.setdefault(case.op, []).append(case)
     out = []
-    bridges = ("bridge", "bridge_pyop")
-
-    def add(*args, **kwargs):
-        comparison = Comparison(*args, **kwargs)
-        if comparison.subject[0] in ids and comparison.reference[0] in ids:
-            out.append(comparison)
-
-    other_init = "reference op computes use_init_val=1"
-    for column in bridges:
-        for reduction in ("none", "sum"):
-            for init in (1, 0):
-                add("SEU sum/none through the bridge <= 1.5x native ScatterElements",
-                    (f"seu-{reduction}-init{init}", column), (f"seu-{reduction}-init1", "native"), 1.5,
-                    note=other_init if init == 0 and reduction == "sum" else "")
-        for init in (1, 0):
-            add("SEU mean through the bridge <= 2x native ScatterElements add",
-                (f"seu-mean-init{init}", column), ("seu-sum-init1", "native"), 2.0)
-    for case in cases:
-        if case.op == "ScatterElementsUpdate":
-            reduction, init = case.attributes["reduction"], case.attributes["use_init_val"]
-            if reduction == "mean":
-                add("mean lowering <= 2.5x native ScatterElements add", (case.id, "lowered"),
-                    ("seu-sum-init1", "native"), 2.5)
-            else:
-                add("lowered graph <= 1.3x the single native op", (case.id, "lowered"),
-                    (f"seu-{reduction}-init1", "native"), 1.3,
-                    note=other_init if init == 0 and reduction != "none" else "")
-        else:
-            add("lowered graph <= 1.3x the single native op", (case.id, "lowered"), (case.id, "native"), 1.3)
-    for case in cases:
-        if case.op == "Unique" and case.id != "unique-voxels":
-            for column in bridges:
-                add("Unique flat faster than onnxruntime's Unique", (case.id, column), (case.id, "native"),
-                    1.0, strict=True)
-                add("Unique flat <= 1.2x numpy.unique (index, inverse, counts)", (case.id, column),
-                    (case.id, "numpy"), 1.2)
-        if case.id == "unique-voxels":
-            for column in bridges:
-                add("Unique with axis <= 1.5x onnxruntime's Unique", (case.id, column), (case.id, "native"),
-                    1.5)
-        if case.op == "ReduceL2":
-            for column in bridges:
-                add("ReduceL2 through the bridge <= 1.2x native", (case.id, column), (case.id, "native"), 1.2)
-    for column in bridges:
-        for reduction in ("sum", "none"):
-            case_id = f"seu-{reduction}-init1"
-            add("SEU through the bridge >= 10x faster than stock marshaling", (case_id, column),
-                (case_id, "stock"), 10.0, speedup=True)
+    for op, own in by_op.items():
+        piece = _benchmark(op)
+        if piece is None or piece.targets is None:
+            continue
+        for target, subject, reference, limit, options in piece.targets(own):
+            comparison = Comparison(target, tuple(subject), tuple(reference), limit, **options)
+            if comparison.subject[0] in ids and comparison.reference[0] in ids:
+                out.append(comparison)
     return out
 
 
@@ -94,17 +64,19 @@ def evaluate(cases, results: dict) -> list[dict]:
 def memory_rows(cases, results: dict) -> list[dict]:
     rows = []
     for case in cases:
-        if case.op not in SCATTERS:
+        piece = _benchmark(case.op)
+        limit = piece.memory_limit if piece is not None else None
+        if limit is None:
             continue
         result = results[case.id]
         for column in ("bridge", "bridge_pyop"):
             cell = result.get("memory", {}).get(column, {})
-            row = {"target": f"peak memory of a scatter <= {MEMORY_LIMIT:g}x its data",
-                   "subject": [case.id, column], "reference": None, "limit": MEMORY_LIMIT, "speedup": False,
+            row = {"target": f"peak memory of {case.op} <= {limit:g}x its data",
+                   "subject": [case.id, column], "reference": None, "limit": limit, "speedup": False,
                    "note": ""}
             if "peak" in cell:
                 ratio = cell["peak"] / result["data_bytes"]
-                row.update(ratio=ratio, met=ratio <= MEMORY_LIMIT)
+                row.update(ratio=ratio, met=ratio <= limit)
                 inputs = result["input_bytes"] / result["data_bytes"]
                 if inputs > 2:
                     row["note"] = (f"its inputs are {inputs:.1f}x data; the peak is "

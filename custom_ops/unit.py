@@ -18,7 +18,7 @@ export back to IR (docs/architecture.md, "How to add a dialect op").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -165,6 +165,52 @@ class Divergence:
 
 
 @dataclass(frozen=True)
+class BenchmarkCase:
+    """One benchmarked configuration of a unit's op (a row of a benchmark table). inputs(rng) -> {port name:
+    array} at the benchmark size (absent optional ports left out); `constants`: ports given as constants
+    (initializers, OpenVINO Constants) besides the unit's constant inputs; `outputs`: the outputs timed and
+    compared (None: all; e.g. an output whose tail OpenVINO leaves uninitialised is left out)."""
+    id: str                          # stable key, e.g. "seu-sum-init1"
+    label: str                       # what the table shows
+    inputs: Callable
+    attributes: dict = field(default_factory=dict)
+    constants: tuple[str, ...] = ()
+    outputs: tuple[int, ...] | None = None
+    stock: bool = False              # also timed through stock onnxruntime-extensions marshaling (slow: tolist)
+    note: str = ""
+    scales_from: str = ""            # id of the same case on smaller data: predicts which columns are too slow
+    op: str = ""                     # the unit's op_type (filled in by Benchmark.all_cases)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A unit's benchmark piece (benchmarks/): its cases and the counterparts it is compared with.
+
+    cases(mode) -> list[BenchmarkCase] at the sizes of mode "full", "quick" or "tiny". `table`: the op is a
+    row group of `onnx-bridge bench`'s column table (benchmarks/run.py: bridge, stock marshaling, lowered,
+    native, OpenVINO, torch, numpy, kernel); otherwise benchmarks/ir_ops.py times it imported from OpenVINO IR
+    against OpenVINO CPU. The counterparts, each None when there is none: native(case, inputs) -> (onnx
+    nodes, feeds, initializers, label, to_contract) raising NotImplementedError(reason) where none applies;
+    torch(case, inputs) and numpy(case, inputs) -> (run, note) with run() giving the dialect's outputs (None
+    for an output not given). targets(cases) -> rows (target, (case id, column), (case id, column), limit,
+    options dict: speedup, strict, note) of the performance targets; memory_limit: peak memory of a run, in
+    multiples of its first input, reported and checked."""
+    cases: Callable
+    table: bool = False
+    native: Callable | None = None
+    torch: Callable | None = None
+    numpy: Callable | None = None
+    targets: Callable | None = None
+    memory_limit: float | None = None
+    #: OpenVINO's CPU plugin is timed only up to this many rows of the first input (None: no limit); beyond,
+    #: the benchmark times it on a prefix and reports that instead (too slow to run whole).
+    openvino_rows: int | None = None
+
+    def all_cases(self, op_type: str, mode: str) -> list:
+        return [replace(case, op=op_type) for case in self.cases(mode)]
+
+
+@dataclass(frozen=True)
 class DialectUnit:
     """One dialect op, defined once. Optional pieces are a value or Absent(reason), never left out."""
     op_type: str
@@ -182,7 +228,7 @@ class DialectUnit:
     #: SYMBOLIC_NAMES), imported by onnx_bridge.torch: a name, so the unit imports no torch
     torch: object = Absent("no torch adapter")
     divergences: tuple | Absent = Absent("no divergence of another runtime known")  # of Divergence
-    benchmark: object = Absent("no benchmark case")
+    benchmark: Benchmark | Absent = Absent("no benchmark case")
     #: onnxruntime PyOp: the kernel may write its first input in place (the PyOp owns its inputs).
     inplace_first: bool = False
     #: onnxruntime PyOp: output dtypes for the input dtypes, where an output's type constraint is not bound

@@ -24,16 +24,6 @@ NOT_YET_OP_AGNOSTIC = {
                                                  "of the same name), which imports the configurations ONNX "
                                                  "RoiAlign does not match as the ROIAlign unit, and of NonMaxSuppression "
                                                  "(soft NMS as the NonMaxSuppression unit)",
-    "benchmarks/ir_ops.py": "imported OpenVINO ops vs OpenVINO CPU (standard and dialect alike), not yet from "
-                            "unit.benchmark",
-    "benchmarks/models.py": "benchmark models, not yet moved into the units",
-    "benchmarks/cases.py": "benchmark cases, not yet moved into the units",
-    "benchmarks/columns.py": "benchmark columns, not yet moved into the units",
-    "benchmarks/stock.py": "stock (native) counterparts of the seed ops",
-    "benchmarks/targets.py": "benchmark targets",
-    "benchmarks/floor.py": "benchmark floors",
-    "benchmarks/threads.py": "benchmark thread cases",
-    "benchmarks/report.py": "report text naming the benchmarked op",
 }
 
 

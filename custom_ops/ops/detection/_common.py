@@ -90,3 +90,31 @@ def nms_case_inputs(r: np.random.Generator, empty: bool) -> tuple[np.ndarray, np
         boxes[..., 2:] = boxes[..., :2] - 1.0
     scores = r.permutation(batch * classes * count).reshape(batch, classes, count) / (batch * classes * count)
     return boxes, scores
+
+def greedy_nms(count: int, suppresses, limit: int | None = None, block: int = 64) -> np.ndarray:
+    """Greedy NMS over candidates 0..count-1, best first: the kept positions, in order (at most `limit`).
+
+    suppresses(kept, candidates) -> bool [len(kept), len(candidates)]: whether a kept box removes a candidate
+    (e.g. IoU > threshold), on position arrays. A candidate is kept when no earlier kept box removes it; the
+    same result as the one-box-at-a-time loop, with the overlaps computed a block at a time: each block is
+    checked against the boxes kept before it at once, then against itself, so only kept x candidates and
+    in-block pairs are ever computed."""
+    kept: list[int] = []
+    limit = count if limit is None else limit
+    for start in range(0, count, block):
+        if len(kept) >= limit:
+            break
+        candidates = np.arange(start, min(start + block, count))
+        if kept:
+            candidates = candidates[~suppresses(np.asarray(kept), candidates).any(axis=0)]
+        if not candidates.size:
+            continue
+        inner = suppresses(candidates, candidates)
+        alive = np.ones(candidates.size, bool)
+        for row in range(candidates.size):
+            if alive[row]:
+                kept.append(int(candidates[row]))
+                if len(kept) >= limit:
+                    break
+                alive[row + 1:] &= ~inner[row, row + 1:]
+    return np.asarray(kept, np.int64)

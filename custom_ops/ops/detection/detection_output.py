@@ -24,9 +24,10 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port)
 
-from ._common import bool_map, flag, maps, native, output_type
+from ._common import bool_map, flag, greedy_nms, maps, native, output_type
 
 OP = "DetectionOutput"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -135,14 +136,15 @@ def _area(b, t):
     return np.where((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1]), t.type(0), w * h)
 
 
-def _iou(box, boxes, t):
-    """IoU of one box [4] with boxes [K, 4], as the reference's JaccardOverlap."""
-    apart = ((boxes[:, 0] > box[2]) | (boxes[:, 2] < box[0]) | (boxes[:, 1] > box[3]) | (boxes[:, 3] < box[1]))
-    iw = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
-    ih = np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1])
-    inter = iw * ih
+def _iou(a, b, t):
+    """IoU of every box of a [K, 4] with every box of b [L, 4]: [K, L], as the reference's JaccardOverlap."""
+    a, b = a[:, None, :], b[None, :, :]
+    apart = (b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3]) | (b[..., 3] < a[..., 1])
     with np.errstate(divide="ignore", invalid="ignore"):
-        iou = inter / ((_area(box, t) + _area(boxes, t)) - inter)
+        iw = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0])
+        ih = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1])
+        inter = iw * ih
+        iou = inter / ((_area(a, t) + _area(b, t)) - inter)
     return np.where(~apart & (iw > 0) & (ih > 0), iou, t.type(0))
 
 
@@ -154,14 +156,10 @@ def _ranked(scores, keep):
 
 def _nms(boxes, order, threshold, t):
     """Greedy NMS over the candidates `order` (best first): the kept indices, in order."""
-    kept = []
-    order = np.asarray(order)
-    while order.size:
-        best = order[0]
-        kept.append(int(best))
-        rest = order[1:]
-        order = rest[~(_iou(boxes[best], boxes[rest], t) > threshold)] if rest.size else rest
-    return kept
+    order = np.asarray(order, np.int64)
+    box = boxes[order]
+    kept = greedy_nms(order.size, lambda k, c: _iou(box[k], box[c], t) > threshold)
+    return order[kept].tolist()
 
 
 def detection_output(box_logits, class_preds, proposals, aux_class_preds=None, aux_box_preds=None, *,
@@ -256,15 +254,10 @@ def _mxnet_nms(scores, boxes, a, threshold, nms_threshold, t):
     order = _ranked(best, (label > 0) & (best >= threshold))
     if a["top_k"] != -1:
         order = order[:a["top_k"]]
-    kept: dict[int, list[int]] = {}
-    for k in order:
-        cls = int(label[k])
-        own = kept.setdefault(cls, [])
-        bx = boxes[-1 if a["share_location"] else cls]
-        if own and (_iou(bx[k], bx[np.asarray(own)], t) > nms_threshold).any():
-            continue
-        own.append(int(k))
-    return kept
+    # the greedy NMS of one class depends on that class's candidates alone (in the common order)
+    return {int(cls): _nms(boxes[-1 if a["share_location"] else int(cls)], order[label[order] == cls],
+                           nms_threshold, t)
+            for cls in np.unique(label[order])}
 
 
 # Unit -------------------------------------------------------------------------------------------------
@@ -386,6 +379,27 @@ DIVERGENCES = (
 )
 
 
+def _ssd_inputs(priors: int):
+    """SSD head outputs over `priors` random priors (3 classes, softmax-like scores)."""
+    def inputs(rng):
+        centers, sizes = rng.random((priors, 2)), rng.random((priors, 2)) * 0.2 + 0.05
+        boxes = np.concatenate([centers - sizes / 2, centers + sizes / 2], 1).reshape(1, -1)
+        proposals = np.stack([boxes, np.tile([0.1, 0.1, 0.2, 0.2], (1, priors))], 1).astype(np.float32)
+        scores = rng.random((priors, 3)).astype(np.float32)
+        return {"box_logits": (rng.standard_normal((1, priors * 4)) * 0.1).astype(np.float32),
+                "class_preds": (scores / scores.sum(1, keepdims=True)).reshape(1, -1), "proposals": proposals}
+    return inputs
+
+
+def benchmark_cases(mode: str) -> list:
+    """keep_top_k below the detections: the output is filled (OpenVINO leaves rows after the -1 uninitialised)."""
+    priors, keep = {"full": (1917, 100), "quick": (1917, 100), "tiny": (20, 10)}[mode]
+    return [BenchmarkCase(f"detection-output-{priors}", f"SSD {priors} priors, 3 classes, top_k 200, keep {keep}",
+                          _ssd_inputs(priors),
+                          {"top_k": 200, "keep_top_k": [keep], "code_type": CODE_TYPES[1], "nms_threshold": 0.45,
+                           "confidence_threshold": 0.05, "normalized": 1}, constants=("proposals",))]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 8, tuple(Port(p, "T", optional=i >= 3) for i, p in enumerate(PORTS)),
@@ -415,6 +429,6 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch has no DetectionOutput op"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
     open_order="detections of equal confidence may come in any order",
+    benchmark=Benchmark(benchmark_cases),
 )

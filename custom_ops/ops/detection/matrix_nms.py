@@ -18,8 +18,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
-                             Port)
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port)
 
 from ._common import index_pyop_casts, nms_case_inputs, nms_factory, nms_infer
 
@@ -194,6 +194,20 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """count random boxes in a 100 x 100 image, distinct scores over `classes` classes (one image)."""
+    count, classes = {"full": (1000, 20), "quick": (1000, 20), "tiny": (16, 2)}[mode]
+
+    def inputs(rng):
+        corner = rng.uniform(0, 90, (1, count, 2))
+        boxes = np.concatenate([corner, corner + rng.uniform(2, 20, (1, count, 2))], -1).astype(np.float32)
+        scores = (rng.permutation(classes * count).reshape(1, classes, count) / (classes * count)).astype(np.float32)
+        return {"boxes": boxes, "scores": scores}
+    return [BenchmarkCase(f"matrix-nms-{count}", f"{count} boxes, {classes} classes, nms_top_k 200, keep 100", inputs,
+                          {"score_threshold": 0.05, "post_threshold": 0.05, "nms_top_k": 200, "keep_top_k": 100,
+                           "background_class": -1, "decay_function": "linear", "normalized": 0})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 8, (Port("boxes", "T"), Port("scores", "T")),
@@ -224,6 +238,6 @@ UNIT = DialectUnit(
     divergences=DIVERGENCES,
     pyop_outputs=lambda inputs: (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.int64)),
     pyop_casts=index_pyop_casts,
-    benchmark=Absent("not benchmarked yet"),
     open_order="boxes of equal scores may come in any order",
+    benchmark=Benchmark(benchmark_cases),
 )

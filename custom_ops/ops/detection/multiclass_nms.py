@@ -22,10 +22,10 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
-                             Port)
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port)
 
-from ._common import index_pyop_casts, nms_case_inputs, nms_factory, nms_infer
+from ._common import greedy_nms, index_pyop_casts, nms_case_inputs, nms_factory, nms_infer
 
 OP = "MulticlassNms"
 TYPES = FLOAT_TYPES[:3]          # float16, bfloat16, float32: OpenVINO refuses float64 boxes and scores
@@ -34,13 +34,16 @@ OUTPUT_TYPES = ("i64", "i32")
 
 
 def _iou(box, kept, normalized):
-    """float32 IoU of one box [4] with kept boxes [K, 4], the reference's operations."""
+    """float32 IoU of boxes [..., 4] with kept boxes [..., 4] (broadcast), the reference's operations."""
     norm = np.float32(0 if normalized else 1)
-    area_i = (box[3] - box[1] + norm) * (box[2] - box[0] + norm)
-    area_j = (kept[:, 3] - kept[:, 1] + norm) * (kept[:, 2] - kept[:, 0] + norm)
-    inter = (np.maximum(np.minimum(box[3], kept[:, 3]) - np.maximum(box[1], kept[:, 1]) + norm, np.float32(0))
-             * np.maximum(np.minimum(box[2], kept[:, 2]) - np.maximum(box[0], kept[:, 0]) + norm, np.float32(0)))
-    iou = inter / (area_i + area_j - inter)
+    area_i = (box[..., 3] - box[..., 1] + norm) * (box[..., 2] - box[..., 0] + norm)
+    area_j = (kept[..., 3] - kept[..., 1] + norm) * (kept[..., 2] - kept[..., 0] + norm)
+    inter = (np.maximum(np.minimum(box[..., 3], kept[..., 3]) - np.maximum(box[..., 1], kept[..., 1]) + norm,
+                        np.float32(0))
+             * np.maximum(np.minimum(box[..., 2], kept[..., 2]) - np.maximum(box[..., 0], kept[..., 0]) + norm,
+                          np.float32(0)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area_i + area_j - inter)
     return np.where((area_i <= 0) | (area_j <= 0), np.float32(0), iou)
 
 
@@ -52,6 +55,11 @@ def _nms_class(boxes, scores, a):
         order = order[:a["nms_top_k"]]
     threshold = np.float32(a["iou_threshold"])
     eta, score_threshold = np.float32(a["nms_eta"]), np.float32(a["score_threshold"])
+    if not (eta < 1 and threshold > 0.5) and (scores[order] > score_threshold).all():
+        # a fixed threshold and no candidate at the score threshold: plain greedy NMS, vectorised
+        box = boxes[order]
+        return order[greedy_nms(order.size, lambda k, c: _iou(box[c][None], box[k][:, None], a["normalized"])
+                                >= threshold)].tolist()
     kept: list[int] = []
     for index in order:
         if kept:
@@ -218,6 +226,24 @@ DIVERGENCES = (
 )
 
 
+def _box_inputs(count: int, classes: int):
+    """count random boxes in a 100 x 100 image, distinct scores over `classes` classes (one image)."""
+    def inputs(rng):
+        corner = rng.uniform(0, 90, (1, count, 2))
+        boxes = np.concatenate([corner, corner + rng.uniform(2, 20, (1, count, 2))], -1).astype(np.float32)
+        scores = (rng.permutation(classes * count).reshape(1, classes, count) / (classes * count)).astype(np.float32)
+        return {"boxes": boxes, "scores": scores}
+    return inputs
+
+
+def benchmark_cases(mode: str) -> list:
+    count, classes = {"full": (1000, 20), "quick": (1000, 20), "tiny": (16, 2)}[mode]
+    return [BenchmarkCase(f"multiclass-nms-{count}", f"{count} boxes, {classes} classes, nms_top_k 200, keep 100",
+                          _box_inputs(count, classes),
+                          {"iou_threshold": 0.5, "score_threshold": 0.05, "nms_top_k": 200, "keep_top_k": 100,
+                           "background_class": -1, "normalized": 0})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 9, (Port("boxes", "T"), Port("scores", "T"), Port("roisnum", "I", optional=True)),
@@ -249,6 +275,6 @@ UNIT = DialectUnit(
     divergences=DIVERGENCES,
     pyop_outputs=lambda inputs: (inputs[0], np.dtype(np.int64), np.dtype(np.int64)),
     pyop_casts=index_pyop_casts,
-    benchmark=Absent("not benchmarked yet"),
     open_order="boxes of equal scores may come in any order",
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -20,18 +20,31 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpenVINO,
+                             OpSpec, Port)
+
+from ._common import greedy_nms
 
 OP = "NMSRotated"
 F = np.float32
 
 
-def _vertices(box):
-    x, y, w, h, a = (F(v) for v in box)
-    cos2, sin2 = F(math.cos(float(a))) * F(0.5), F(math.sin(float(a))) * F(0.5)
+def _libm(function, value) -> float:
+    """cos/sin in double as C's: NaN for an infinite angle (Python's math raises there)."""
+    value = float(value)
+    return function(value) if math.isfinite(value) or math.isnan(value) else math.nan
+
+
+def _vertices(boxes):
+    """Corners [M, 4, 2] (float32) of boxes [M, 5]; cos/sin in double, as the reference."""
+    boxes = np.asarray(boxes, F).reshape(-1, 5)
+    x, y, w, h, a = (boxes[:, k] for k in range(5))
+    cos2 = np.array([_libm(math.cos, v) for v in a], F).reshape(-1) * F(0.5)
+    sin2 = np.array([_libm(math.sin, v) for v in a], F).reshape(-1) * F(0.5)
     p0 = (x - sin2 * h - cos2 * w, y + cos2 * h - sin2 * w)
     p1 = (x + sin2 * h - cos2 * w, y - cos2 * h - sin2 * w)
-    return [p0, p1, (F(2) * x - p0[0], F(2) * y - p0[1]), (F(2) * x - p1[0], F(2) * y - p1[1])]
+    corners = [p0, p1, (F(2) * x - p0[0], F(2) * y - p0[1]), (F(2) * x - p1[0], F(2) * y - p1[1])]
+    return np.stack([np.stack(c, -1) for c in corners], 1)
 
 
 def _cross(a, b):
@@ -47,32 +60,37 @@ def _sub(a, b):
 
 
 def _inside(points, rect, vec):
-    ab, da = vec[0], vec[3]
-    ab_ab, ad_ad = _dot(ab, ab), _dot(da, da)
-    out = []
-    for p in points:
-        ap = _sub(p, rect[0])
-        ap_ab, ap_ad = _dot(ap, ab), -_dot(ap, da)
-        if ap_ab >= 0 and ap_ad >= 0 and ap_ab <= ab_ab and ap_ad <= ad_ad:
-            out.append(p)
-    return out
+    """Which of the points [P, 4, 2] lie in the rectangles rect [P, 4, 2] (edges vec): [P, 4]."""
+    ab, da = (vec[:, 0, 0], vec[:, 0, 1]), (vec[:, 3, 0], vec[:, 3, 1])
+    ab_ab, ad_ad = _dot(ab, ab)[:, None], _dot(da, da)[:, None]
+    ap = (points[..., 0] - rect[:, :1, 0], points[..., 1] - rect[:, :1, 1])
+    ap_ab = _dot(ap, (ab[0][:, None], ab[1][:, None]))
+    ap_ad = -_dot(ap, (da[0][:, None], da[1][:, None]))
+    return (ap_ab >= 0) & (ap_ad >= 0) & (ap_ab <= ab_ab) & (ap_ad <= ad_ad)
 
 
-def _intersection(box1, box2):
-    pts1, pts2 = _vertices(box1), _vertices(box2)
-    vec1 = [_sub(pts1[(i + 1) % 4], pts1[i]) for i in range(4)]
-    vec2 = [_sub(pts2[(i + 1) % 4], pts2[i]) for i in range(4)]
-    points = []
-    for i in range(4):
-        for j in range(4):
-            det = _cross(vec2[j], vec1[i])
-            if abs(det) <= 1e-14:
-                continue
-            v12 = _sub(pts2[j], pts1[i])
-            t1, t2 = _cross(vec2[j], v12) / det, _cross(vec1[i], v12) / det
-            if 0 <= t1 <= 1 and 0 <= t2 <= 1:
-                points.append((pts1[i][0] + vec1[i][0] * t1, pts1[i][1] + vec1[i][1] * t1))
-    points += _inside(pts1, pts2, vec2) + _inside(pts2, pts1, vec1)
+def _candidate_points(pts1, pts2):
+    """The hull candidates of pairs of rectangles (corners [P, 4, 2] each), in the reference's order: edge
+    intersections (edge i of 1 by edge j of 2), corners of 1 inside 2, corners of 2 inside 1.
+    Returns points [P, 24, 2] and which are there [P, 24]; the same float32 operations, pair by pair."""
+    vec1, vec2 = np.roll(pts1, -1, axis=1) - pts1, np.roll(pts2, -1, axis=1) - pts2
+    e1, v1 = pts1[:, :, None, :], vec1[:, :, None, :]            # edge i of 1: [P, 4, 1, 2]
+    e2, v2 = pts2[:, None, :, :], vec2[:, None, :, :]            # edge j of 2: [P, 1, 4, 2]
+    c2, c1 = (v2[..., 0], v2[..., 1]), (v1[..., 0], v1[..., 1])
+    det = _cross(c2, c1)
+    v12 = (e2[..., 0] - e1[..., 0], e2[..., 1] - e1[..., 1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1, t2 = _cross(c2, v12) / det, _cross(c1, v12) / det
+        at = np.stack([e1[..., 0] + v1[..., 0] * t1, e1[..., 1] + v1[..., 1] * t1], -1)
+    crossing = ~(np.abs(det) <= 1e-14) & (0 <= t1) & (t1 <= 1) & (0 <= t2) & (t2 <= 1)
+    pairs = len(pts1)
+    points = np.concatenate([at.reshape(pairs, 16, 2), pts1, pts2], 1)
+    there = np.concatenate([crossing.reshape(pairs, 16), _inside(pts1, pts2, vec2), _inside(pts2, pts1, vec1)], 1)
+    return points, there
+
+
+def _hull_area(points):
+    """Area of the convex hull of the candidate points (tuples of float32), as the reference (Graham scan)."""
     if len(points) <= 2:
         return F(0)
     t = 0
@@ -107,12 +125,39 @@ def _intersection(box1, box2):
     return F(area / F(2))
 
 
-def _iou(box1, box2):
-    inter = _intersection(box1, box2)
-    area1, area2 = F(box1[2]) * F(box1[3]), F(box2[2]) * F(box2[3])
-    if area1 <= 0 or area2 <= 0:
-        return F(0)
-    return inter / (area1 + area2 - inter)
+def _point_lists(points, there):
+    """Per pair, its candidate points as a list of (x, y) float32 scalars."""
+    return [[(p[0], p[1]) for p in pair[mask]] for pair, mask in zip(points, there)]
+
+
+def _intersection(box1, box2):
+    """Intersection area of two rotated boxes [5]."""
+    points, there = _candidate_points(_vertices(box1), _vertices(box2))
+    return _hull_area(_point_lists(points, there)[0])
+
+
+def _ious(corners, areas, first, second):
+    """Rotated IoU of the box pairs (first[k], second[k]) (index arrays), as the reference: intersections
+    only where the pair has 3 candidate points or more (fewer: area 0, no hull)."""
+    points, there = _candidate_points(corners[first], corners[second])
+    inter = np.zeros(len(first), F)
+    hull = np.flatnonzero(there.sum(1) > 2)
+    inter[hull] = [_hull_area(pts) for pts in _point_lists(points[hull], there[hull])]
+    area1, area2 = areas[first], areas[second]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area1 + area2 - inter)
+    return np.where((area1 <= 0) | (area2 <= 0), F(0), iou)
+
+
+def _suppresses(corners, areas, iou_threshold):
+    """greedy_nms's test: kept box k removes candidate c (a later box) when IoU(c, k) > iou_threshold."""
+    def suppresses(kept, candidates):
+        out = np.zeros((len(kept), len(candidates)), bool)
+        k, c = np.nonzero(kept[:, None] < candidates[None, :])
+        if k.size:
+            out[k, c] = _ious(corners, areas, candidates[c], kept[k]) > iou_threshold
+        return out
+    return suppresses
 
 
 def nms_rotated(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, sort_result_descending=1,
@@ -140,17 +185,12 @@ def nms_rotated(boxes, scores, max_output_boxes_per_class, iou_threshold, score_
     for n in range(boxes.shape[0]):
         rotated = boxes[n].copy()
         rotated[:, 4] = rotated[:, 4] * sign
+        corners, areas = _vertices(rotated), rotated[:, 2] * rotated[:, 3]
         for c in range(scores.shape[1]):
             s = scores[n, c]
             candidates = np.flatnonzero(s > score_t)
             order = candidates[np.lexsort((candidates, -s[candidates].astype(np.float64)))]
-            kept = []
-            for i in order:
-                if len(kept) >= limit:
-                    break
-                if any(_iou(rotated[i], rotated[j]) > iou_t for j in reversed(kept)):
-                    continue
-                kept.append(int(i))
+            kept = order[greedy_nms(order.size, _suppresses(corners[order], areas[order], iou_t), limit)].tolist()
             kept_all += [(n, c, i, s[i]) for i in kept]
     if check.flag(OP, "sort_result_descending", sort_result_descending) and kept_all:
         n_, c_, i_, s_ = (np.array(v) for v in zip(*kept_all))
@@ -223,6 +263,19 @@ def _factory(ov, inputs, a):
     return NodeFactory("opset13").create("NMSRotated", used, a)
 
 
+def benchmark_cases(mode: str) -> list:
+    """M random rotated boxes in a 100 x 100 image, 2 classes, at most 100 kept per class."""
+    m = {"full": 300, "quick": 300, "tiny": 12}[mode]
+
+    def inputs(rng):
+        boxes = np.concatenate([rng.uniform(0, 100, (1, m, 2)), rng.uniform(5, 20, (1, m, 2)),
+                                rng.uniform(-3.2, 3.2, (1, m, 1))], -1)
+        return {"boxes": boxes.astype(np.float32), "scores": rng.permutation(2 * m).reshape(1, 2, m).astype(
+                    np.float32) / np.float32(2 * m), "max_output_boxes_per_class": np.array(100, np.int64),
+                "iou_threshold": np.array(0.5, np.float32), "score_threshold": np.array(0.05, np.float32)}
+    return [BenchmarkCase(f"nms-rotated-{m}", f"{m} boxes, 2 classes, keep 100", inputs)]
+
+
 _INDEX = (np.dtype(np.int32), np.dtype(np.int64))
 UNIT = DialectUnit(
     op_type=OP, family="detection",
@@ -246,5 +299,5 @@ UNIT = DialectUnit(
     divergences=Absent("none measured on the generated cases (bit-exact)"),
     pyop_outputs=lambda inputs: (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.int64)),
     pyop_casts=_pyop_casts,
-    benchmark=Absent("not benchmarked: the rotated IoU is scalar Python per box pair"),
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -15,9 +15,10 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port)
 
-from ._common import bool_map, flag, maps, native
+from ._common import bool_map, flag, greedy_nms, maps, native
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "Proposal"
@@ -163,19 +164,11 @@ def _exp(x):
 def _nms(boxes, threshold, limit, offset):
     """Greedy NMS over boxes sorted best first: indices kept, at most `limit`."""
     x0, y0, x1, y1 = (boxes[:, k] for k in range(4))
-    alive = np.ones(len(boxes), bool)
-    kept = []
-    for i in range(len(boxes)):
-        if not alive[i]:
-            continue
-        kept.append(i)
-        if len(kept) == limit:
-            break
-        j = np.arange(i + 1, len(boxes))
-        if not j.size:
-            continue
+    zero = boxes.dtype.type(0)
+
+    def suppresses(i, j):
+        i, j = i[:, None], j[None, :]
         overlap = (x0[i] <= x1[j]) & (y0[i] <= y1[j]) & (x0[j] <= x1[i]) & (y0[j] <= y1[i])
-        zero = boxes.dtype.type(0)
         iw = np.maximum(zero, np.minimum(x1[i], x1[j]) - np.maximum(x0[i], x0[j]) + offset)
         ih = np.maximum(zero, np.minimum(y1[i], y1[j]) - np.maximum(y0[i], y0[j]) + offset)
         area = iw * ih
@@ -183,8 +176,9 @@ def _nms(boxes, threshold, limit, offset):
         b_area = (x1[j] - x0[j] + offset) * (y1[j] - y0[j] + offset)
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = np.where(overlap, (area / (a_area + b_area - area)).astype(F32), F32(0))
-        alive[j[threshold < iou]] = False
-    return np.asarray(kept, np.int64)
+        return threshold < iou
+
+    return greedy_nms(len(boxes), suppresses, limit)
 
 
 def _infer(ctx) -> None:
@@ -317,6 +311,21 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """A Faster R-CNN RPN head over an hw x hw feature map, 3 anchors; the rois (the probs' tail after the
+    last roi is uninitialised on the CPU plugin)."""
+    hw = {"full": 38, "quick": 38, "tiny": 4}[mode]
+
+    def inputs(rng):
+        return {"class_probs": rng.random((1, 6, hw, hw)).astype(np.float32),
+                "bbox_deltas": (rng.standard_normal((1, 12, hw, hw)) * 0.1).astype(np.float32),
+                "image_shape": np.array([hw * 16, hw * 16, 1], np.float32)}
+    return [BenchmarkCase(f"proposal-{hw}", f"{hw}x{hw}, 3 anchors, pre 600 post 100", inputs,
+                          {"base_size": 16, "pre_nms_topn": 600, "post_nms_topn": 100, "nms_thresh": 0.7,
+                           "feat_stride": 16, "min_size": 4, "ratio": [0.5, 1.0, 2.0], "scale": [8.0]},
+                          constants=("image_shape",), outputs=(0,))]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 4, (Port("class_probs", "T"), Port("bbox_deltas", "T"), Port("image_shape", "T")),
@@ -342,6 +351,6 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision's RPN is not exported through the dialect"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
     open_order="proposals of equal scores may come in any order",
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -19,7 +19,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port)
 
 from ._common import maps, native, output_type
 
@@ -85,16 +86,34 @@ def _average(data, box, ids, output_dim, group, scale):
     w0, w1 = edges(x0, bin_w, width, "x")
     h0, h1 = edges(y0, bin_h, height, "y")
     channels = np.arange(output_dim * group * group).reshape(output_dim, group, group)
-    values = data[ids[:, None, None, None], channels[None]]                     # [R, K, G, G, H, W]
-    rows, cols = np.arange(height), np.arange(width)
-    in_h = (rows >= h0[:, :, None]) & (rows < h1[:, :, None])                   # [R, G, H]
-    in_w = (cols >= w0[:, :, None]) & (cols < w1[:, :, None])                   # [R, G, W]
-    inside = in_h[:, None, :, None, :, None] & in_w[:, None, None, :, None, :]  # [R, 1, G, G, H, W]
-    masked = np.where(inside, values, t.type(0)).reshape(*values.shape[:4], height * width)
-    total = np.cumsum(masked, axis=-1, dtype=t)[..., -1] if masked.shape[-1] else np.zeros(masked.shape[:4], t)
+    if not (box.shape[0] and height and width):                                 # no ROI, or an empty map
+        total = np.zeros((box.shape[0], output_dim, group, group), t)
+    else:
+        total = _bin_sums(data, ids, channels, h0, h1, w0, w1)
     count = ((h1 - h0)[:, :, None] * (w1 - w0)[:, None, :])                     # [R, G, G]
     with np.errstate(divide="ignore", invalid="ignore"):
         return (total / count[:, None].astype(t)).astype(t)
+
+
+def _bin_sums(data, ids, channels, h0, h1, w0, w1):
+    """[R, K, G, G] sums of the bins' values in row order, as the reference adds them. Each bin is gathered into
+    a window of the largest bin's size padded with zeros, after a leading zero: adding +0.0 changes no sum but
+    a -0.0 one, so the sums are the reference's (-0.0 leads a bin covering the whole map, whose sum is the
+    reference's from its first value: -0.0 + x = x)."""
+    t = data.dtype
+    _, _, height, width = data.shape
+    h0, w0 = np.maximum(h0, 0), np.maximum(w0, 0)       # a NaN corner's start (the bin reaches from the map's edge)
+    rows = h0[:, :, None] + np.arange(max(int((h1 - h0).max(initial=0)), 0))                # [R, G, BH]
+    cols = w0[:, :, None] + np.arange(max(int((w1 - w0).max(initial=0)), 0))                # [R, G, BW]
+    inside = (rows < h1[:, :, None])[:, None, :, None, :, None] & (cols < w1[:, :, None])[:, None, None, :, None, :]
+    values = data[ids[:, None, None, None, None, None], channels[None, :, :, :, None, None],
+                  np.minimum(rows, height - 1)[:, None, :, None, :, None],
+                  np.minimum(cols, width - 1)[:, None, None, :, None, :]]               # [R, K, G, G, BH, BW]
+    masked = np.where(inside, values, t.type(0)).reshape(*values.shape[:4], rows.shape[2] * cols.shape[2])
+    whole = (h0 == 0)[:, :, None] & (h1 == height)[:, :, None] & (w0 == 0)[:, None, :] & (w1 == width)[:, None, :]
+    lead = np.where(whole, t.type(-0.0), t.type(0.0))[:, None, :, :, None]                  # [R, 1, G, G, 1]
+    masked = np.concatenate([np.broadcast_to(lead, (*masked.shape[:4], 1)), masked], axis=-1)
+    return np.cumsum(masked, axis=-1, dtype=t)[..., -1]
 
 
 def inside(point, limit):
@@ -231,6 +250,20 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """R-FCN head: average position-sensitive pooling, group 7, of rois inside a 24 x 24 map (scale 1/16)."""
+    dim, group, rois = {"full": (8, 7, 50), "quick": (8, 7, 50), "tiny": (2, 2, 3)}[mode]
+
+    def inputs(rng):
+        corners = rng.uniform(0, 1, (rois, 4)) * (np.array([24, 24, 24, 24]) / 0.0625 - 1.01)
+        corners = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                                  np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+        return {"input": rng.standard_normal((1, dim * group * group, 24, 24)).astype(np.float32),
+                "coords": np.concatenate([np.zeros((rois, 1)), corners], axis=1).astype(np.float32)}
+    return [BenchmarkCase(f"psroi-pooling-{rois}", f"average, output_dim {dim}, group {group}: {rois} rois", inputs,
+                          {"output_dim": dim, "group_size": group, "spatial_scale": 0.0625, "mode": "average"})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 1, (Port("input", "T"), Port("coords", "T")), (Port("output", "T"),),
@@ -249,5 +282,5 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision.ops.ps_roi_pool is not exported through the dialect"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -16,7 +16,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit,
+                             Divergence, OpenVINO, OpSpec, Port)
 
 from ._common import FLOATS, output_type
 
@@ -235,6 +236,21 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """Mask R-CNN style: average 7x7 bins, 2 samples per bin side, rois in image coordinates (scale 1/16)."""
+    channels, rois = {"full": (64, 100), "quick": (64, 100), "tiny": (2, 3)}[mode]
+
+    def inputs(rng):
+        corners = rng.uniform(0, 1, (rois, 4)) * np.array([800, 600, 800, 600])
+        corners = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                                  np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+        return {"input": rng.standard_normal((1, channels, 38, 50)).astype(np.float32),
+                "rois": corners.astype(np.float32), "batch_indices": np.zeros(rois, np.int32)}
+    return [BenchmarkCase(f"roi-align-{rois}", f"avg 7x7, sampling 2: {rois} rois over 1x{channels}x38x50", inputs,
+                          {"pooled_h": 7, "pooled_w": 7, "sampling_ratio": 2, "spatial_scale": 0.0625, "mode": "avg",
+                           "aligned_mode": "asymmetric"})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 9, (Port("input", "T"), Port("rois", "T"), Port("batch_indices", "I")),
@@ -258,5 +274,5 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("no torch adapter"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked"),
+    benchmark=Benchmark(benchmark_cases),
 )

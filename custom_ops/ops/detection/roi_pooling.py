@@ -15,7 +15,8 @@ import numpy as np
 
 from custom_ops import _checks as check
 from custom_ops.errors import OpError
-from custom_ops.unit import REQUIRED, Absent, Attribute, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
+from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port)
 
 from ._common import maps, native, output_type
 
@@ -94,17 +95,16 @@ def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
     x0, y0, x1, y1 = corners.T
     h0, h1 = _bins(y0, np.maximum(y1 - y0 + 1, 1), pooled_h, height, t)       # [R, PH]
     w0, w1 = _bins(x0, np.maximum(x1 - x0 + 1, 1), pooled_w, width, t)       # [R, PW]
-    rows, cols = np.arange(height), np.arange(width)
     out = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), t)
-    lowest = np.finfo(t).min
-    for r in range(rois.shape[0]):                      # bins differ per ROI; everything else is vectorised
-        in_w = (cols[None, :] >= w0[r, :, None]) & (cols[None, :] < w1[r, :, None])          # [PW, W]
-        in_h = (rows[None, :] >= h0[r, :, None]) & (rows[None, :] < h1[r, :, None])          # [PH, H]
-        fmap = data[ids[r]]                                                                   # [C, H, W]
-        across = np.where(in_w[None, None], fmap[:, :, None, :], lowest).max(axis=-1, initial=lowest)
-        pooled = np.where(in_h[None, :, :, None], across[:, None, :, :], lowest).max(axis=2, initial=lowest)
-        empty = (h1[r] <= h0[r])[:, None] | (w1[r] <= w0[r])[None, :]                         # [PH, PW]
-        out[r] = np.where(empty[None], t.type(0), pooled)
+    lowest = np.finfo(t).min                            # the reference's start value (so -inf bins give it)
+    columns = np.ascontiguousarray(data.transpose(0, 3, 1, 2))                               # [N, W, C, H]
+    for r in range(rois.shape[0]):                      # bins differ per ROI: max over columns, then rows
+        across = np.full((height, pooled_w, channels), lowest, t)                            # [H, PW, C]
+        for j in np.flatnonzero(w1[r] > w0[r]):
+            across[:, j] = np.maximum(columns[ids[r], w0[r, j]:w1[r, j]].max(axis=0), lowest).T
+        for i in np.flatnonzero(h1[r] > h0[r]):
+            out[r, :, i] = across[h0[r, i]:h1[r, i]].max(axis=0).T
+        out[r][:, :, w1[r] <= w0[r]] = 0                                                     # empty bins
     return out
 
 
@@ -223,6 +223,20 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """Fast R-CNN head: max pooling 7x7 of rois (image coordinates, scale 1/16) over a C x 38 x 50 map."""
+    channels, rois = {"full": (64, 100), "quick": (64, 100), "tiny": (2, 3)}[mode]
+
+    def inputs(rng):
+        corners = rng.uniform(0, 1, (rois, 4)) * np.array([800, 600, 800, 600])
+        corners = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                                  np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+        return {"input": rng.standard_normal((1, channels, 38, 50)).astype(np.float32),
+                "coords": np.concatenate([np.zeros((rois, 1)), corners], axis=1).astype(np.float32)}
+    return [BenchmarkCase(f"roi-pooling-{rois}", f"max 7x7: {rois} rois over 1x{channels}x38x50", inputs,
+                          {"pooled_h": 7, "pooled_w": 7, "spatial_scale": 0.0625, "method": "max"})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="detection",
     specs=(OpSpec(OP, 2, (Port("input", "T"), Port("coords", "T")), (Port("output", "T"),),
@@ -240,5 +254,5 @@ UNIT = DialectUnit(
     raising=Absent("standard MaxRoiPool is not raised"),
     torch=Absent("torchvision.ops.roi_pool is not exported through the dialect"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -15,8 +15,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import (Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
-                             Port, expected_shape_of, same_as_input)
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
+                             OpenVINO, OpSpec, Port, expected_shape_of, same_as_input)
 
 OP = "Inverse"
 TYPES = FLOAT_TYPES
@@ -140,6 +140,15 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    """Diagonally dominant (well conditioned) float32 matrices."""
+    batch, n = {"full": (64, 32), "quick": (64, 32), "tiny": (2, 3)}[mode]
+
+    def inputs(rng):
+        return {"input": (rng.standard_normal((batch, n, n)) + n * np.eye(n)).astype(np.float32)}
+    return [BenchmarkCase(f"inverse-{batch}x{n}", f"{batch} matrices {n}x{n} float32", inputs, {"adjoint": 0})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="linalg",
     specs=(OpSpec(OP, 14, (Port("input", "T"),), (Port("output", "T"),),
@@ -155,5 +164,5 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch.linalg.inv uses LAPACK's blocked LU: another order of operations"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -14,11 +14,10 @@ import numpy as np
 from custom_ops.errors import OpError
 
 from custom_ops import _checks as check
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, Example, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Example,
+                             OpSpec, OpenVINO, Port)
 from custom_ops._types import DATA_TYPES, INTEGER_TYPES, compute_dtype, is_float, is_integer
-
 from .. import _generate as gen
-
 from ._divergences import REDUCE_L2
 
 OP = "ReduceL2"
@@ -204,6 +203,46 @@ def examples(large: bool = False) -> list[Example]:
                     description="ReduceL2 on the seeds' performance shape 6x12x10x24")]
 
 
+# Benchmark -------------------------------------------------------------------------------------------------
+
+_BENCH_SHAPES = {"full": ((6, 12, 10, 24), (64, 256, 56, 56)), "quick": ((6, 12, 10, 24), (8, 64, 28, 28)),
+                 "tiny": ((2, 3, 4, 5), (3, 4, 5, 6))}
+
+
+def benchmark_cases(mode: str) -> list:
+    def build(shape):
+        return lambda rng: dict(data=rng.standard_normal(shape, dtype=np.float32), axes=np.array([2, 3], np.int64))
+    return [BenchmarkCase(f"reduce-l2-{name}", f"axes [2,3]: {'x'.join(map(str, shape))}", build(shape),
+                          {"keep_dims": 0}, stock=True)
+            for name, shape in zip(("seed", "large"), _BENCH_SHAPES[mode])]
+
+
+def _bench_native(case, inputs):
+    from onnx import helper, numpy_helper
+    node = helper.make_node("ReduceL2", ["data", "axes"], ["output"], keepdims=case.attributes.get("keep_dims", 0),
+                            noop_with_empty_axes=1)
+    return ([node], {"data": inputs["data"]}, [numpy_helper.from_array(inputs["axes"].astype(np.int64), "axes")],
+            "ReduceL2-18", None)
+
+
+def _bench_torch(case, inputs):
+    import torch
+    data, dims = torch.from_numpy(inputs["data"]), tuple(int(x) for x in inputs["axes"])
+    return lambda: [torch.linalg.vector_norm(data, 2, dim=dims).numpy()], "linalg.vector_norm"
+
+
+def _bench_targets(cases) -> list:
+    rows = [("lowered graph <= 1.3x the single native op", (c.id, "lowered"), (c.id, "native"), 1.3, {})
+            for c in cases]
+    return rows + [("ReduceL2 through the bridge <= 1.2x native", (c.id, column), (c.id, "native"), 1.2, {})
+                   for c in cases for column in ("bridge", "bridge_pyop")]
+
+
+BENCHMARK = Benchmark(benchmark_cases, table=True, native=_bench_native, torch=_bench_torch,
+                      numpy=lambda case, inputs: ((lambda: [np.linalg.norm(inputs["data"], axis=tuple(
+                          int(x) for x in inputs["axes"]))]), "linalg.norm"),
+                      targets=_bench_targets)
+
 UNIT = DialectUnit(
     op_type=OP, family="reduction",
     specs=(OpSpec(OP, 4, (Port("data", "T"), Port("axes", "T_IND")), (Port("output", "T"),),
@@ -221,7 +260,7 @@ UNIT = DialectUnit(
     raising="converters.raising.reduce_l2",
     torch="onnx_bridge.torch.reduce_l2",
     divergences=REDUCE_L2,
-    benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
+    benchmark=BENCHMARK,
     prefer_custom_op=_prefer_custom_op,
     accumulation_ulps=_accumulation_ulps,
     examples=examples,

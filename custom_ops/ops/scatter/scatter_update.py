@@ -10,7 +10,8 @@ import numpy as np
 from custom_ops.errors import OpError
 
 from custom_ops import _checks as check
-from custom_ops.unit import Absent, Case, DialectUnit, Example, OpenVINO, OpSpec, Port, same_as_input
+from custom_ops.unit import (Absent, Benchmark, BenchmarkCase, Case, DialectUnit, Example, OpSpec, OpenVINO, Port,
+                             same_as_input)
 from custom_ops._types import DATA_TYPES, INTEGER_TYPES
 
 from .. import _generate as gen
@@ -129,6 +130,62 @@ def examples(large: bool = False) -> list[Example]:
                                       np.array(1))), (expected,), "OpenVINO spec: columns 0 and 2 replaced")]
 
 
+# Benchmark -------------------------------------------------------------------------------------------------
+
+#: (data shape, indices shape) per mode; full: batch 250 instead of the seed's 1000 (its updates: 1.5 GB).
+_BENCH_SHAPES = {"full": ((250, 256, 10, 15), (125, 20)), "quick": ((10, 64, 10, 15), (25, 4)),
+                 "tiny": ((2, 6, 2, 3), (3, 2))}
+
+
+def benchmark_cases(mode: str) -> list:
+    data_shape, index_shape = _BENCH_SHAPES[mode]
+    updates_shape = data_shape[:1] + index_shape + data_shape[2:]
+
+    def inputs(rng):
+        return dict(data=rng.standard_normal(data_shape, dtype=np.float32),
+                    indices=rng.integers(0, data_shape[1], index_shape).astype(np.int64),
+                    updates=rng.standard_normal(updates_shape, dtype=np.float32), axis=np.array(1, np.int64))
+    note = f"batch {data_shape[0]} instead of the seed's 1000: its updates would be 1.5 GB" if mode == "full" else ""
+    return [BenchmarkCase("scatter-update", f"axis 1: data {'x'.join(map(str, data_shape))}, idx "
+                          f"{'x'.join(map(str, index_shape))}", inputs, stock=True, note=note)]
+
+
+def _bench_native(case, inputs):
+    """ScatterND scatters along axis 0 only: timed on the same data with the axis already moved to the front
+    (no Transposes), i.e. the single native op doing this scatter's work."""
+    from onnx import helper
+    axis, rank = int(inputs["axis"]), inputs["indices"].ndim
+    data = np.ascontiguousarray(np.moveaxis(inputs["data"], axis, 0))
+    updates = np.ascontiguousarray(np.moveaxis(inputs["updates"], list(range(axis, axis + rank)), list(range(rank))))
+    feeds = {"data": data, "indices": inputs["indices"][..., None].astype(np.int64), "updates": updates}
+    node = helper.make_node("ScatterND", list(feeds), ["output"])
+    return [node], feeds, [], "ScatterND-18 (axis pre-moved to 0)", lambda outputs: [np.moveaxis(outputs[0], 0, axis)]
+
+
+def _bench_torch(case, inputs):
+    import torch
+    axis, data = int(inputs["axis"]), torch.from_numpy(inputs["data"])
+    shape = inputs["data"].shape[:axis] + (-1,) + inputs["data"].shape[axis + 1:]
+    flat_indices = torch.from_numpy(inputs["indices"]).reshape(-1)
+    updates = torch.from_numpy(inputs["updates"]).reshape(shape)
+    return lambda: [torch.index_copy(data, axis, flat_indices, updates).numpy()], "index_copy"
+
+
+def _bench_numpy(case, inputs):
+    axis, data = int(inputs["axis"]), inputs["data"]
+
+    def run():
+        out = data.copy()
+        out[(slice(None),) * axis + (inputs["indices"],)] = inputs["updates"]
+        return [out]
+    return run, "copy + fancy index"
+
+
+BENCHMARK = Benchmark(benchmark_cases, table=True, native=_bench_native, torch=_bench_torch, numpy=_bench_numpy,
+                      targets=lambda cases: [("lowered graph <= 1.3x the single native op", (c.id, "lowered"),
+                                              (c.id, "native"), 1.3, {}) for c in cases],
+                      memory_limit=3.0)
+
 UNIT = DialectUnit(
     op_type=OP, family="scatter",
     specs=(OpSpec(OP, 3, (Port("data", "T"), Port("indices", "T_IND"), Port("updates", "T"), Port("axis", "T_AXIS")),
@@ -146,7 +203,7 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX op replaces whole slices at indices (ScatterND needs expanded indices)"),
     torch="onnx_bridge.torch.scatter_update",
     divergences=SCATTER_UPDATE,
-    benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
+    benchmark=BENCHMARK,
     inplace_first=True,
     index_input=(1, 0, 3),
     case_tags=_case_tags,

@@ -12,7 +12,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpSpec,
+                             OpenVINO, Port)
 
 from ._ctc import collapse, first_max
 
@@ -78,6 +79,16 @@ def _infer(ctx) -> None:
                                                          [None, None, 1, 1]))
 
 
+def benchmark_cases(mode: str) -> list:
+    steps, batch, classes = {"full": (100, 8, 40), "quick": (100, 8, 40), "tiny": (6, 2, 4)}[mode]
+
+    def inputs(rng):
+        return {"data": rng.standard_normal((steps, batch, classes)).astype(np.float32),
+                "sequence_mask": np.ones((steps, batch), np.float32)}
+    return [BenchmarkCase(f"ctc-greedy-{steps}", f"T {steps}, N {batch}, C {classes}", inputs,
+                          {"ctc_merge_repeated": 1})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="sequence",
     specs=(OpSpec(OP, 1, (Port("data", "T"), Port("sequence_mask", "T")), (Port("output", "T"),),
@@ -93,5 +104,5 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torch has no greedy CTC decoder op"),
     divergences=Absent("none measured"),
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

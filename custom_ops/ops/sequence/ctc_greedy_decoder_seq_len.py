@@ -14,7 +14,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpSpec,
+                             OpenVINO, Port)
 
 from ._ctc import collapse, first_max
 
@@ -114,6 +115,16 @@ def bad_cases() -> list:
     ]
 
 
+def benchmark_cases(mode: str) -> list:
+    batch, steps, classes = {"full": (8, 100, 40), "quick": (8, 100, 40), "tiny": (2, 6, 4)}[mode]
+
+    def inputs(rng):
+        return {"data": rng.standard_normal((batch, steps, classes)).astype(np.float32),
+                "sequence_length": rng.integers(steps // 2, steps + 1, batch).astype(np.int32)}
+    return [BenchmarkCase(f"ctc-greedy-seq-len-{steps}", f"N {batch}, T {steps}, C {classes}", inputs,
+                          {"merge_repeated": 1})]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="sequence",
     specs=(OpSpec(OP, 6, (Port("data", "T"), Port("sequence_length", "I"), Port("blank_index", "I", optional=True)),
@@ -137,5 +148,5 @@ UNIT = DialectUnit(
     divergences=Absent("none measured"),
     pyop_outputs=lambda inputs: (np.dtype(np.int64), np.dtype(np.int64)),
     pyop_casts=_pyop_casts,
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

@@ -18,7 +18,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpSpec,
+                             OpenVINO, Port)
 
 OP = "CTCLoss"
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
@@ -46,15 +47,13 @@ def _decode(target, unique, collapse):
     return target.tolist()
 
 
-def _loss(logits, labels, blank, merge):
-    """Loss of one batch: logits [T', C] (T' = logit_length), decoded labels."""
-    steps = logits.shape[0]
+def _prepare(logits, labels, blank, merge):
+    """One batch's log-probabilities [T', S] of the extended labels (blank between and around them), which
+    extended positions may skip to the one after next, and which may stay."""
     extended = [blank]
     for label in labels:
         extended += [label, blank]
-    size = len(extended)
-    if steps == 0:
-        return np.float32(0 if not labels else np.inf)
+    size, steps = len(extended), logits.shape[0]
     exp_sum = np.zeros(steps, np.float64)
     for c in range(logits.shape[1]):                     # the sum of exp in double, class by class
         exp_sum += _f32(np.exp, logits[:, c]).astype(np.float64)
@@ -64,24 +63,40 @@ def _loss(logits, labels, blank, merge):
     skip = np.zeros(size, bool)
     skip[:-2] = ~is_blank[:-2] & (~merge | (target[:-2] != target[2:]))
     stay = np.ones(size, bool) if merge else is_blank
-    bwd = np.full(size, _NEG, np.float32)
-    bwd[max(size - 2, 0):] = 0
-    for t in range(steps - 2, -1, -1):
-        nxt = bwd
-        bwd = np.full(size, _NEG, np.float32)
-        s = np.arange(max(0, size - 2 * (steps - t)), min(size, 2 * (t + 1)))
-        current = bwd[s]
-        current = np.where(stay[s], _sum_logs(current, nxt[s] + logp[t + 1, s]), current)
-        one = s + 1 < size
-        s1 = np.minimum(s + 1, size - 1)
-        current = np.where(one, _sum_logs(current, nxt[s1] + logp[t + 1, s1]), current)
-        two = (s + 2 < size) & skip[s]
-        s2 = np.minimum(s + 2, size - 1)
-        current = np.where(two, _sum_logs(current, nxt[s2] + logp[t + 1, s2]), current)
-        bwd[s] = current
-    first = bwd[0] + logp[0, 0]
-    second = bwd[1] + logp[0, 1] if size > 1 else _NEG
-    return -_sum_logs(np.float32(first), np.float32(second))
+    return logp, skip, stay
+
+
+def _losses(prepared) -> np.ndarray:
+    """Losses of the batches (each prepared by _prepare, with T' > 0): the backward recursion run for all
+    batches at once, aligned on their last step and padded with -inf (each batch's values are those of
+    its own recursion: the same float32 operations, position by position)."""
+    count = len(prepared)
+    steps = np.array([logp.shape[0] for logp, _, _ in prepared])
+    sizes = np.array([logp.shape[1] for logp, _, _ in prepared])
+    width = int(sizes.max()) + 2                         # two padding positions: s + 1, s + 2 always exist
+    logp = np.full((count, int(steps.max()), width), _NEG, np.float32)
+    skip, stay = np.zeros((count, width), bool), np.zeros((count, width), bool)
+    for b, (lp, sk, st) in enumerate(prepared):
+        logp[b, :lp.shape[0], :lp.shape[1]], skip[b, :sk.size], stay[b, :st.size] = lp, sk, st
+    s = np.arange(width)[None, :]
+    rows = np.arange(count)
+    bwd = np.where((s >= sizes[:, None] - 2) & (s < sizes[:, None]), np.float32(0), _NEG).astype(np.float32)
+    for back in range(2, int(steps.max()) + 1):          # t = steps - back, per batch
+        t = steps - back
+        active = t >= 0
+        window = ((s >= np.maximum(0, sizes - 2 * back)[:, None]) & (s < np.minimum(sizes, 2 * (t + 1))[:, None])
+                  & active[:, None])
+        nxt, lp = bwd, logp[rows, np.maximum(t + 1, 0)]                   # [N, width]
+        current = np.full_like(bwd, _NEG)
+        current = np.where(stay, _sum_logs(current, nxt + lp), current)
+        shifted = lambda x, k: np.concatenate([x[:, k:], np.full((count, k), _NEG, np.float32)], 1)  # noqa: E731
+        current = np.where(s + 1 < sizes[:, None], _sum_logs(current, shifted(nxt, 1) + shifted(lp, 1)), current)
+        current = np.where((s + 2 < sizes[:, None]) & skip,
+                           _sum_logs(current, shifted(nxt, 2) + shifted(lp, 2)), current)
+        bwd = np.where(active[:, None], np.where(window, current, _NEG), bwd).astype(np.float32)
+    first = bwd[:, 0] + logp[:, 0, 0]
+    second = np.where(sizes > 1, bwd[:, 1] + logp[:, 0, 1], _NEG)
+    return -_sum_logs(first.astype(np.float32), second.astype(np.float32))
 
 
 def ctc_loss(logits, logit_length, labels, label_length, blank_index=None, preprocess_collapse_repeated=0,
@@ -122,12 +137,20 @@ def ctc_loss(logits, logit_length, labels, label_length, blank_index=None, prepr
     unique = check.flag(OP, "unique", unique)
     collapse = check.flag(OP, "preprocess_collapse_repeated", preprocess_collapse_repeated)
     out = np.zeros(batch, np.float32)
+    prepared, running = [], []
     for b in range(batch):
         target = ints["labels"][b, :label_lengths[b]].astype(np.int64)
         if ((target < 0) | (target >= classes)).any():
             raise OpError(OP, "input 'labels'", f"label out of range for {classes} classes",
                           value=int(target[(target < 0) | (target >= classes)][0]), allowed=f"[0, {classes - 1}]")
-        out[b] = _loss(logits[b, :lengths[b]].astype(np.float32), _decode(target, unique, collapse), blank, merge)
+        decoded = _decode(target, unique, collapse)
+        if lengths[b] == 0:
+            out[b] = np.float32(0 if not decoded else np.inf)
+        else:
+            prepared.append(_prepare(logits[b, :lengths[b]].astype(np.float32), decoded, blank, merge))
+            running.append(b)
+    if prepared:
+        out[running] = _losses(prepared)
     return out.astype(logits.dtype)
 
 
@@ -179,6 +202,18 @@ def _infer(ctx) -> None:
         ctx.set_output_type(0, helper.make_tensor_type_proto(known.tensor_type.elem_type, [None]))
 
 
+def benchmark_cases(mode: str) -> list:
+    """Labels of length 30 (tiny 2) avoiding the default blank (the last class)."""
+    batch, steps, classes, length = {"full": (8, 100, 40, 30), "quick": (8, 100, 40, 30), "tiny": (2, 6, 4, 2)}[mode]
+
+    def inputs(rng):
+        return {"logits": rng.standard_normal((batch, steps, classes)).astype(np.float32),
+                "logit_length": np.full(batch, steps, np.int32),
+                "labels": rng.integers(0, classes - 1, (batch, steps)).astype(np.int32),
+                "label_length": np.full(batch, length, np.int32)}
+    return [BenchmarkCase(f"ctc-loss-{steps}", f"N {batch}, T {steps}, C {classes}, labels {length}", inputs)]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="sequence",
     specs=(OpSpec(OP, 4, (Port("logits", "T"), Port("logit_length", "I"), Port("labels", "I"),
@@ -201,5 +236,5 @@ UNIT = DialectUnit(
     torch=Absent("torch.nn.functional.ctc_loss has no unique / preprocess_collapse_repeated; adapter not written"),
     divergences=Absent("none measured on valid inputs with labels (label_length 0 is not generated: the CPU "
                        "plugin indexes before its lattice there)"),
-    benchmark=Absent("not benchmarked yet"),
+    benchmark=Benchmark(benchmark_cases),
 )

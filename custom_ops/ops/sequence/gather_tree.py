@@ -14,8 +14,8 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES, INTEGER_TYPES
 from custom_ops.errors import OpError
-from custom_ops.unit import (Absent, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port, expected_shape_of,
-                             same_as_input)
+from custom_ops.unit import (Absent, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port,
+                             expected_shape_of, same_as_input)
 
 OP = "GatherTree"
 TYPES = INTEGER_TYPES + FLOAT_TYPES
@@ -205,6 +205,17 @@ DIVERGENCES = (
 )
 
 
+def benchmark_cases(mode: str) -> list:
+    steps, batch, beam = {"full": (100, 8, 10), "quick": (100, 8, 10), "tiny": (5, 2, 3)}[mode]
+
+    def inputs(rng):
+        return {"step_ids": rng.integers(0, 50, (steps, batch, beam)).astype(np.int32),
+                "parent_ids": rng.integers(0, beam, (steps, batch, beam)).astype(np.int32),
+                "max_seq_len": rng.integers(steps // 2, steps + 1, batch).astype(np.int32),
+                "end_token": np.array(1, np.int32)}
+    return [BenchmarkCase(f"gather-tree-{steps}", f"T {steps}, N {batch}, beam {beam} int32", inputs)]
+
+
 UNIT = DialectUnit(
     op_type=OP, family="sequence",
     specs=(OpSpec(OP, 1, tuple(Port(name, "T") for name in PORTS), (Port("final_ids", "T"),), (),
@@ -220,5 +231,5 @@ UNIT = DialectUnit(
     raising=Absent("standard ONNX has no beam back-tracking op to raise"),
     torch=Absent("torch has no gather_tree op to export"),
     divergences=DIVERGENCES,
-    benchmark=Absent("not benchmarked: no native onnxruntime counterpart"),
+    benchmark=Benchmark(benchmark_cases),
 )

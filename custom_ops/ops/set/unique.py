@@ -10,7 +10,8 @@ import numpy as np
 from custom_ops.errors import OpError
 
 from custom_ops import _checks as check
-from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, OpenVINO, OpSpec, Port
+from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpSpec,
+                             OpenVINO, Port)
 from custom_ops._types import DATA_TYPES, is_float
 
 from .. import _generate as gen
@@ -221,6 +222,93 @@ def bad_cases() -> list[tuple[Case, str]]:
     ]
 
 
+# Benchmark -------------------------------------------------------------------------------------------------
+
+#: (flat sizes, voxel count) per mode.
+_BENCH_SIZES = {"full": ((1_000_000, 10_000_000), 1_000_000), "quick": ((10_000, 100_000), 30_000),
+                "tiny": ((50, 200), 60)}
+_VOXEL_GRID = (128, 128, 32)
+
+
+def benchmark_cases(mode: str) -> list:
+    flat, voxels = _BENCH_SIZES[mode]
+    out = []
+    for size in flat:
+        count = f"{size / 1e6:g}M" if size >= 100_000 else str(size)
+        smaller = out[-1].id if out else ""
+        out.append(BenchmarkCase(f"unique-{count}", f"flat: {count} float32 (normal, ~all distinct)",
+                                 lambda rng, size=size: dict(data=rng.standard_normal(size, dtype=np.float32)),
+                                 {"sorted": 1}, stock=not smaller, scales_from=smaller))
+
+    def voxel_inputs(rng):
+        """Integer voxel coordinates of points in a grid: many repeated cells."""
+        coords = np.stack([rng.integers(0, extent, voxels) for extent in _VOXEL_GRID], axis=1).astype(np.int32)
+        return dict(data=coords, axis=np.array(0, np.int64))
+    out.append(BenchmarkCase("unique-voxels", f"axis 0: {voxels:,} x 3 int32 voxels in a "
+                             f"{'x'.join(map(str, _VOXEL_GRID))} grid", voxel_inputs, {"sorted": 1}, stock=True))
+    return out
+
+
+def _bench_native(case, inputs):
+    """onnxruntime's Unique-11 (via Cast to int64 for the types it has no kernel for)."""
+    from onnx import TensorProto, helper
+    from custom_ops._types import NUMPY_TO_ONNX
+    data = inputs["data"]
+    attributes = {"sorted": case.attributes.get("sorted", 1)}
+    if "axis" in inputs:
+        attributes["axis"] = int(inputs["axis"])
+    nodes, source, label = [], "data", "Unique-11"
+    outputs = ["unique", "indices", "reverse_indices", "counts"]
+    if data.dtype not in (np.float32, np.float64, np.int8, np.int64):  # onnxruntime's Unique kernels
+        nodes.append(helper.make_node("Cast", ["data"], ["wide"], to=TensorProto.INT64))
+        source, label, outputs[0] = "wide", f"Unique-11 (via Cast {data.dtype}->int64)", "unique_wide"
+    nodes.append(helper.make_node("Unique", [source], outputs, **attributes))
+    if source == "wide":
+        nodes.append(helper.make_node("Cast", ["unique_wide"], ["unique"], to=NUMPY_TO_ONNX[data.dtype]))
+    return nodes, {"data": data}, [], label, None
+
+
+def _bench_torch(case, inputs):
+    import torch
+    data, dim = torch.from_numpy(inputs["data"]), int(inputs["axis"]) if "axis" in inputs else None
+
+    def run():
+        values, inverse, counts = torch.unique(data, sorted=True, return_inverse=True, return_counts=True, dim=dim)
+        return [values.numpy(), None, inverse.numpy().reshape(-1), counts.numpy()]
+    return run, "unique (no first indices)"
+
+
+def _bench_numpy(case, inputs):
+    axis = int(inputs["axis"]) if "axis" in inputs else None
+
+    def run():
+        values, first, inverse, counts = np.unique(inputs["data"], return_index=True, return_inverse=True,
+                                                   return_counts=True, axis=axis)
+        return [values, first, inverse.reshape(-1), counts]
+    return run, "np.unique (index, inverse, counts)"
+
+
+def _bench_targets(cases) -> list:
+    rows = [("lowered graph <= 1.3x the single native op", (c.id, "lowered"), (c.id, "native"), 1.3, {})
+            for c in cases]
+    for case in cases:
+        for column in ("bridge", "bridge_pyop"):
+            if case.id == "unique-voxels":
+                rows.append(("Unique with axis <= 1.5x onnxruntime's Unique", (case.id, column),
+                             (case.id, "native"), 1.5, {}))
+            else:
+                rows.append(("Unique flat faster than onnxruntime's Unique", (case.id, column), (case.id, "native"),
+                             1.0, {"strict": True}))
+                rows.append(("Unique flat <= 1.2x numpy.unique (index, inverse, counts)", (case.id, column),
+                             (case.id, "numpy"), 1.2, {}))
+    return rows
+
+
+#: The CPU plugin's Unique is quadratic in the number of distinct values (10k: 0.24 s, 30k: 1.8 s, 100k: 12 s
+#: measured): above 20k rows it is timed on a prefix instead.
+BENCHMARK = Benchmark(benchmark_cases, table=True, native=_bench_native, torch=_bench_torch, numpy=_bench_numpy,
+                      targets=_bench_targets, openvino_rows=20_000)
+
 UNIT = DialectUnit(
     op_type=OP, family="set",
     specs=(OpSpec(OP, 10, (Port("data", "T"), Port("axis", "T_AXIS", optional=True)),
@@ -247,7 +335,7 @@ UNIT = DialectUnit(
     raising="converters.raising.unique",
     torch="onnx_bridge.torch.unique",
     divergences=UNIQUE,
-    benchmark=Absent("benchmarks/models.py, not yet moved into the unit"),
+    benchmark=BENCHMARK,
     pyop_outputs=lambda inputs: (inputs[0], _INT64, _INT64, _INT64),
     pyop_casts=_pyop_casts,
     prefer_custom_op=lambda node, constants: "faster as the custom op: onnxruntime's Unique is 15-45x "
