@@ -16,7 +16,8 @@ greedy NMS (a box is dropped when its IoU with a kept box exceeds nms_threshold)
 prior its best non-background class (score >= confidence_threshold), best top_k over all, NMS per
 class, labels written minus one. Then keep_top_k[0] best over all classes (equal scores of one prior in
 two classes at that cut: the lower class first; the reference leaves that order to std::sort).
-Arithmetic in the input type, in the reference's order.
+Arithmetic in the input type, in the reference's order; exp correctly rounded (glibc's expf on the CPU plugin
+is not: a declared divergence).
 """
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ optional blank_index (scalar; default C-1). Per batch: the first label_length la
 of the first logit_length steps (exp summed in double); the loss is -log of the summed probability of
 every alignment: blanks anywhere, each label on one or more consecutive steps with ctc_merge_repeated
 (a blank between equal labels) or on exactly one step without it. Computed with the backward recursion
-(Graves et al. 2006, (10)), log-sum-exp as OpenVINO's CPU plugin does it (log1p(exp(smaller - larger))),
+(Graves et al. 2006, (10)), log-sum-exp as OpenVINO's CPU plugin does it (log1p(exp(smaller - larger)); exp
+and log1p correctly rounded, glibc's expf and log1pf on the CPU plugin are not: a declared divergence),
 in float32 for every float type (the CPU plugin's precision; the specification's reference enumerates every
 alignment instead, exponential in the length, and is not followed), the loss rounded to the logits' type.
 Lengths must satisfy 0 <= label_length <= logit_length <= T.
