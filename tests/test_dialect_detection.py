@@ -78,7 +78,7 @@ def test_kernel_matches_openvino_on_generated_cases(op):
     cases = check.cases(UNITS[op])
     assert len(cases) >= 15
     for case in cases:
-        expf.check_with_c_libm(UNITS[op], case, detection_output)
+        expf.check_with_c_libm(UNITS[op], case)
 
 
 @pytest.mark.parametrize("op,case", [p for op in OPS if op != "DetectionOutput" for p in _few(op, 2)])
@@ -114,13 +114,12 @@ def test_detection_output_random_configurations_up_to_the_terminator():
     up to and including the -1 row, with the C expf in the kernel where the declared
     ov-detectionoutput-expf-last-bit claims the case, but for ties (_explained), rare; after the -1 row the
     dialect writes zeros (the CPU plugin leaves memory)."""
-    module = detection_output
     unit = UNITS["DetectionOutput"]
     outcome = {"equal": 0, "expf": 0, "tie": 0}
     for seed in range(100):
-        case = module.random_case(np.random.default_rng(seed), f"random_{seed}")
+        case = detection_output.random_case(np.random.default_rng(seed), f"random_{seed}")
         claimed = expf.claimed(unit, case)
-        with _libm.c_libm_in(module) if claimed else contextlib.nullcontext():
+        with _libm.c_libm() if claimed else contextlib.nullcontext():
             got = check.kernel_outputs(unit, case)[0]
         want = check.openvino_outputs(unit, case)[0]
         assert got.shape == want.shape, case.id
@@ -133,7 +132,7 @@ def test_detection_output_random_configurations_up_to_the_terminator():
 
 
 def test_detection_output_expf_divergence_is_the_c_expf():
-    expf.check_example(UNITS["DetectionOutput"], "ov-detectionoutput-expf-last-bit", detection_output)
+    expf.check_example(UNITS["DetectionOutput"], "ov-detectionoutput-expf-last-bit")
 
 
 def test_detection_output_import_session_export(tmp_path):

@@ -48,8 +48,17 @@ def test_c_log1pf_and_log_are_the_c_functions():
     assert got[4] == np.inf and np.isnan(got[5])
 
 
-def test_hooks_are_restored():
-    from custom_ops.ops.sequence import ctc_loss
-    with _libm.c_libm_in(ctc_loss):
-        assert ctc_loss._expf is _libm.c_expf and ctc_loss._log1pf is _libm.c_log1pf
-    assert ctc_loss._expf is _libm.exp_f32 and ctc_loss._log is _libm.log_f64
+def test_c_libm_is_for_this_thread_only_and_restored():
+    import threading
+    x = np.float32([0.44369903])
+    seen = []
+    with _libm.c_libm():
+        assert _libm.expf(x) == _libm.c_expf(x) != _libm.exp_f32(x)
+        other = threading.Thread(target=lambda: seen.append(_libm.expf(x)))
+        other.start()
+        other.join()
+        with _libm.c_libm():
+            pass
+        assert _libm.expf(x) == _libm.c_expf(x)              # nested: still on
+    assert seen == [_libm.exp_f32(x)] and _libm.expf(x) == _libm.exp_f32(x)
+    assert _libm.log1pf(np.float32([0.25])) == _libm.log1p_f32(np.float32([0.25]))

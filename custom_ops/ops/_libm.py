@@ -1,7 +1,8 @@
 """exp of float32: the correctly rounded one the kernels compute (the dialect contract) and the C library's
 expf that OpenVINO's std::exp of float calls (glibc's expf is not correctly rounded: its error is at most
 0.502 ulp, so exp(0.44369903f) comes out one ulp low). Units whose OpenVINO exp runs on float32 declare
-the difference as a divergence whose predicate is expf_differs; their tests swap c_expf into the kernel.
+the difference as a divergence (predicate: expf_differs, or changes_with_c_libm); their kernels call expf,
+log1pf and log, which are the C library's functions within c_libm() (tests, predicates).
 
 c_expf calls the C function (ctypes, ~0.35 us an element) only where the two can differ: an error of at
 most 0.502 ulp can round otherwise only when exp(x) lies within 0.002 ulp of a midpoint between two floats
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 
 import numpy as np
 
@@ -101,30 +103,44 @@ def expf_differs(x) -> bool:
     return bool(LIBM_EXPF is not None and x.size and np.any(c_expf(x) != exp_f32(x)))
 
 
-#: a kernel module's hook -> the C library's function swapped in for it
-C_FUNCTIONS = {"_expf": c_expf, "_log1pf": c_log1pf, "_log": c_log}
+_STATE = threading.local()      # .c: within c_libm() in this thread
+
+
+def _c() -> bool:
+    return getattr(_STATE, "c", False)
+
+
+def expf(x) -> np.ndarray:
+    """The kernels' exp of float32: exp_f32 (the contract), c_expf within c_libm()."""
+    return c_expf(x) if _c() else exp_f32(x)
+
+
+def log1pf(x) -> np.ndarray:
+    """The kernels' log1p of float32: log1p_f32 (the contract), c_log1pf within c_libm()."""
+    return c_log1pf(x) if _c() else log1p_f32(x)
+
+
+def log(x) -> np.ndarray:
+    """The kernels' log of doubles: log_f64 (the contract), c_log within c_libm()."""
+    return c_log(x) if _c() else log_f64(x)
 
 
 @contextlib.contextmanager
-def c_libm_in(*modules):
-    """Within: the modules' hooks (_expf, _log1pf, _log: those they have) are the C library's functions,
-    what OpenVINO's CPU plugin computes. Not thread-safe: for divergence predicates and tests."""
-    saved = [(module, name, getattr(module, name)) for module in modules for name in C_FUNCTIONS
-             if hasattr(module, name)]
-    for module, name, _ in saved:
-        setattr(module, name, C_FUNCTIONS[name])
+def c_libm():
+    """Within, in this thread only: expf, log1pf and log are the C library's functions, what OpenVINO's CPU
+    plugin computes (for divergence predicates and tests; kernels run by other threads keep the contract)."""
+    previous, _STATE.c = _c(), True
     try:
         yield
     finally:
-        for module, name, function in saved:
-            setattr(module, name, function)
+        _STATE.c = previous
 
 
-def changes_with_c_libm(modules, run) -> bool:
-    """Whether run() (outputs: a tuple of arrays) changes with the C functions swapped into the modules."""
+def changes_with_c_libm(run) -> bool:
+    """Whether run() (outputs: a tuple of arrays) changes with the C library's functions (c_libm)."""
     if LIBM_EXPF is None:
         return False
     want = run()
-    with c_libm_in(*modules):
+    with c_libm():
         got = run()
     return any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(want, got))

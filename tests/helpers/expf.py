@@ -39,22 +39,22 @@ def claimed(unit, case) -> bool:
     return any(d.predicate(inputs, attributes) for d in rows if d.id.endswith(LIBM_SUFFIXES))
 
 
-def check_example(unit, row_id, *modules) -> None:
+def check_example(unit, row_id) -> None:
     """The row's example: claimed, the kernel differs from OpenVINO CPU, and equals it bit for bit with the
-    C library's functions in the modules' hooks (the divergence is exactly the libm rounding)."""
+    C library's functions in the kernel (the divergence is exactly the libm rounding)."""
     row = next(d for d in unit.divergences if d.id == row_id)
     assert claimed(unit, row.example)
     want = check.openvino_outputs(unit, row.example)
     assert any(not np.array_equal(a, b) for a, b in zip(check.kernel_outputs(unit, row.example), want))
-    with _libm.c_libm_in(*modules):
+    with _libm.c_libm():
         check.assert_same(check.kernel_outputs(unit, row.example), want, row_id)
 
 
-def check_with_c_libm(unit, case, *modules) -> bool:
-    """Kernel == OpenVINO CPU bit for bit; a case a libm divergence claims with the C library's functions
-    swapped into the modules' hooks (custom_ops.ops._libm.c_libm_in). Returns whether the case was claimed."""
+def check_with_c_libm(unit, case) -> bool:
+    """Kernel == OpenVINO CPU bit for bit; a case a libm divergence claims with the C library's functions in
+    the kernel (custom_ops.ops._libm.c_libm). Returns whether the case was claimed."""
     if claimed(unit, case):
-        with _libm.c_libm_in(*modules):
+        with _libm.c_libm():
             check.check_kernel_against_openvino(unit, case)
         return True
     check.check_kernel_against_openvino(unit, case)
