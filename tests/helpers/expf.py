@@ -7,6 +7,7 @@ import contextlib
 
 import numpy as np
 
+from custom_ops.ops import _libm
 from custom_ops.ops.detection import experimental_detectron_detection_output as _detection_output
 from custom_ops.ops.detection import experimental_detectron_generate_proposals_single_image as _proposals
 from tests.helpers import units as check
@@ -17,10 +18,9 @@ _MODULES = (_proposals, _detection_output)   # GenerateProposals refines with th
 @contextlib.contextmanager
 def c_expf():
     """The kernels' exp replaced by the C library's expf (what OpenVINO's std::exp of float calls)."""
-    expf = np.vectorize(lambda v: np.float32(_proposals._LIBM_EXPF(float(v))), otypes=[np.float32])
     saved = [module._exp for module in _MODULES]
     for module in _MODULES:
-        module._exp = lambda x: expf(np.asarray(x, np.float32)) if np.size(x) else np.asarray(x, np.float32)
+        module._exp = _libm.c_expf
     try:
         yield
     finally:
@@ -28,16 +28,43 @@ def c_expf():
             module._exp = exp
 
 
+#: the ids of the rows of a libm function not correctly rounded on OpenVINO's side end so
+LIBM_SUFFIXES = ("-expf-last-bit", "-libm-last-bits")
+
+
 def claimed(unit, case) -> bool:
     inputs = {port.name: value for port, value in zip(unit.newest.inputs, case.inputs)}
     attributes = unit.newest.attribute_values(case.attributes)
-    return any(d.predicate(inputs, attributes) for d in unit.divergences if d.id.endswith("-expf-last-bit"))
+    rows = unit.divergences if isinstance(unit.divergences, tuple) else ()
+    return any(d.predicate(inputs, attributes) for d in rows if d.id.endswith(LIBM_SUFFIXES))
+
+
+def check_example(unit, row_id, static: bool = False) -> None:
+    """The row's example: claimed, the kernel differs from OpenVINO CPU, and equals it bit for bit with the
+    C library's functions in the kernel (the divergence is exactly the libm rounding)."""
+    row = next(d for d in unit.divergences if d.id == row_id)
+    assert claimed(unit, row.example)
+    want = check.openvino_outputs(unit, row.example, static=static)
+    assert any(not np.array_equal(a, b) for a, b in zip(check.kernel_outputs(unit, row.example), want))
+    with _libm.c_libm():
+        check.assert_same(check.kernel_outputs(unit, row.example), want, row_id)
+
+
+def check_with_c_libm(unit, case, static: bool = False) -> bool:
+    """Kernel == OpenVINO CPU bit for bit; a case a libm divergence claims with the C library's functions in
+    the kernel (custom_ops.ops._libm.c_libm). Returns whether the case was claimed."""
+    if claimed(unit, case):
+        with _libm.c_libm():
+            check.check_kernel_against_openvino(unit, case, static=static)
+        return True
+    check.check_kernel_against_openvino(unit, case, static=static)
+    return False
 
 
 def check_kernel_against_openvino(unit, case) -> bool:
     """Kernel == OpenVINO CPU bit for bit; a case the expf divergence claims with the C expf in the kernel.
     Returns whether the case was claimed."""
-    if claimed(unit, case) and _proposals._LIBM_EXPF is not None:
+    if claimed(unit, case) and _libm.LIBM_EXPF is not None:
         with c_expf():
             check.check_kernel_against_openvino(unit, case)
         return True

@@ -21,6 +21,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
+from .._libm import expf_differs
 from ._common import native
 
 OP = "ExperimentalDetectronGenerateProposalsSingleImage"
@@ -99,30 +100,11 @@ def _exp(x):
         return np.exp(np.asarray(x, F32).astype(np.float64)).astype(F32)
 
 
-def _libm_expf():
-    """The C library's expf (ctypes), or None where it cannot be loaded."""
-    try:
-        import ctypes
-        import ctypes.util
-        expf = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6").expf
-    except (OSError, AttributeError):
-        return None
-    expf.restype, expf.argtypes = ctypes.c_float, [ctypes.c_float]
-    return expf
-
-
-_LIBM_EXPF = _libm_expf()
-
-
 def expf_rounds_differently(x) -> bool:
     """Whether the C library's expf rounds exp of some value of `x` otherwise than the correctly rounded exp
     (glibc's expf errs by a little more than half an ulp: exp(0.44369903f) comes out one ulp low). False where
     no C expf can be loaded."""
-    if _LIBM_EXPF is None:
-        return False
-    values = np.unique(np.asarray(x, F32).ravel())
-    values = values[np.isfinite(values) & (np.abs(values) < 80)]
-    return any(F32(_LIBM_EXPF(float(v))) != e for v, e in zip(values, _exp(values)))
+    return expf_differs(x)
 
 
 def nms(boxes, threshold: float, limit: int, offset=F32(0), dead=None) -> np.ndarray:
