@@ -97,6 +97,19 @@ def c_expf(x) -> np.ndarray:
     return out.reshape(x.shape)
 
 
+def c_exp(values) -> np.ndarray:
+    """exp of a float16/float32/float64 array in its type as the C library computes it (the reference's
+    std::exp): float32 by expf (c_expf), float16 by expf rounded to float16, float64 by exp (math.exp)."""
+    values = np.asarray(values)
+    if values.dtype == np.float64:
+        with np.errstate(over="ignore"):
+            safe = np.exp(values)      # math.exp raises on overflow where C returns inf
+        return np.array([math.exp(v) if s != np.inf else s for v, s in zip(values.ravel(), safe.ravel())],
+                        np.float64).reshape(values.shape)
+    with np.errstate(over="ignore"):
+        return c_expf(values.astype(F32)).astype(values.dtype)
+
+
 def expf_differs(x) -> bool:
     """Whether the C library's expf rounds the exp of some element of x otherwise than exp_f32 does."""
     x = np.asarray(x, F32).ravel()

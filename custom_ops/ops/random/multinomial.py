@@ -3,7 +3,7 @@
 probs: [batch, classes] (the reference also takes 1-D [classes]) of a float type T; num_samples: a scalar or
 one-element 1-D i32/i64. Output [batch, num_samples] (or [num_samples]) of convert_type i32/i64. As
 OpenVINO's reference computes it, every step in T:
-- log_probs: p = exp(probs) (the C library's, as the reference's std::exp: custom_ops/_libm.py);
+- log_probs: p = exp(probs) (the C library's, as the reference's std::exp: custom_ops/ops/_libm.py c_exp);
 - cdf = the cumulative sum of each row, divided by its last value;
 - the uniform values: RandomUniform-8's stream of (global_seed, op_seed) in T over [0, 1) (random_uniform.py),
   one per output element in row-major order;
@@ -21,7 +21,7 @@ import secrets
 import numpy as np
 
 from custom_ops import _checks as check
-from custom_ops import _libm
+from custom_ops.ops import _libm
 from custom_ops.errors import OpError
 from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
@@ -51,7 +51,7 @@ def _weights(probs: np.ndarray, log_probs: bool) -> np.ndarray:
         if np.isnan(probs).any() or np.isposinf(probs).any():
             raise OpError(OP, "input 'probs'", "log probabilities must not be NaN or +inf",
                           value=probs[np.isnan(probs) | np.isposinf(probs)][0].item())
-        weights = _libm.exp(probs)          # the C library's, as the reference's std::exp
+        weights = _libm.c_exp(probs)          # the C library's, as the reference's std::exp
         if np.isinf(weights).any():
             raise OpError(OP, "input 'probs'", f"exp of a log probability overflows {probs.dtype}",
                           value=probs[np.isinf(weights)][0].item())
