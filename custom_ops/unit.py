@@ -264,6 +264,11 @@ class DialectUnit:
     doc: str = ""
 
     @property
+    def accumulates(self) -> bool:
+        """Float results depend on summation order: an ulp or absolute allowance is declared."""
+        return self.accumulation_ulps is not None or self.accumulation_bound is not None
+
+    @property
     def newest(self) -> OpSpec:
         return max(self.specs, key=lambda spec: spec.since_version)
 
