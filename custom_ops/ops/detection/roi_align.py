@@ -7,8 +7,9 @@ input [N, C, H, W], rois [R, 4] (x1, y1, x2, y2) of T, batch_indices [R] (i32/i6
 (0, 0) asymmetric, (0, -0.5) half_pixel_for_nn, (0.5, -0.5) half_pixel; asymmetric extents at least 1; bins
 of extent / pooled; per bin sampling_ratio (0: ceil(bin extent)) samples per axis at bin start + distance *
 (i + 0.5); a sample outside [-1, W] x [-1, H] is 0, else clamped to the map and bilinearly interpolated.
-avg: the sum of sample / count in sample order; max: the largest sample, starting from 0. A bin without
-samples (extent 0 with sampling_ratio 0) is 0.
+avg: the sum of sample / count in sample order; max: the largest sample, starting from +0.0 (a -0.0 sample
+never replaces it: the reference takes a sample only when larger). A bin without samples (extent 0 with
+sampling_ratio 0) is 0.
 """
 from __future__ import annotations
 
