@@ -248,6 +248,10 @@ class DialectUnit:
     #: accumulation_ulps(inputs, attributes) -> ulps allowed on the first output, for float work whose
     #: summation order is each runtime's own (inputs by port name, attributes with defaults); None: exact.
     accumulation_ulps: Callable | None = None
+    #: accumulation_bound(inputs, attributes) -> the largest |Δ| allowed on any element of the first output,
+    #: for float sums whose order is each runtime's own and whose terms may cancel (an error bound in the
+    #: output's units, from the sums' length and the terms' magnitudes; -0.0 vs 0.0 is forgiven); None: exact.
+    accumulation_bound: Callable | None = None
     #: examples(large) -> list[Example]: documented examples with their documented outputs (conformance
     #: seeds); large: also those of tens of MB.
     examples: Callable | None = None
@@ -258,6 +262,11 @@ class DialectUnit:
     #: downstream of it order-insensitively); "": the order is defined.
     open_order: str = ""
     doc: str = ""
+
+    @property
+    def accumulates(self) -> bool:
+        """Float results depend on summation order: an ulp or absolute allowance is declared."""
+        return self.accumulation_ulps is not None or self.accumulation_bound is not None
 
     @property
     def newest(self) -> OpSpec:

@@ -15,8 +15,8 @@
 - `compare_arrays` / `compare` answer "first difference or None" (conformance's Difference), and
   `assert_same` raises AssertionError with the same text (tests).
 
-The bound for float accumulation (`tolerance_ulps`, from the unit's `accumulation_ulps`) and the ulp
-distance live here too.
+The bounds for float accumulation (`tolerance_ulps` / `tolerance_bound`, from the unit's `accumulation_ulps`
+/ `accumulation_bound`) and the ulp distance live here too.
 """
 from __future__ import annotations
 
@@ -327,12 +327,23 @@ def tolerance_ulps(case) -> int:
     return int(unit.accumulation_ulps(inputs, case.attributes))
 
 
+def tolerance_bound(case) -> float:
+    """|Δ| allowed on a dialect case's first output: its unit's `accumulation_bound` (float sums every
+    runtime orders its own way, whose terms may cancel), else 0."""
+    from custom_ops import unit_of
+    unit = unit_of(case.op)
+    if unit is None or unit.accumulation_bound is None:
+        return 0.0
+    inputs = {name: value for name, value in case.inputs.items() if value is not None}
+    return float(unit.accumulation_bound(inputs, case.attributes))
+
+
 def compare_arrays(want: np.ndarray, got: np.ndarray, name: str, ulps: int = 0, scale: float = 0, *,
-                   tolerance: Tolerance | None = None, unordered=None) -> Difference | None:
+                   atol: float = 0, tolerance: Tolerance | None = None, unordered=None) -> Difference | None:
     """None when `got` agrees with `want`; else the first difference. Default: the conformance rule (exact,
-    the sign of zero counts) with `ulps` / `scale` allowances; `tolerance` replaces it."""
+    the sign of zero counts) with `ulps` / `scale` / `atol` allowances; `tolerance` replaces it."""
     want, got = np.asarray(want), np.asarray(got)
-    tolerance = tolerance or Tolerance(ulps=ulps, scale=scale, signed_zeros=True)
+    tolerance = tolerance or Tolerance(ulps=ulps, scale=scale, atol=atol, signed_zeros=True)
     if got.dtype != want.dtype:
         return Difference("dtype", name, want=type_name(want.dtype), got=type_name(got.dtype))
     if got.shape != want.shape:
@@ -367,15 +378,15 @@ def _difference(want, got, name, elements: _Elements) -> Difference:
 
 
 def compare(want: tuple, got: tuple, names: tuple[str, ...], ulps: int = 0, scale: float = 0, *,
-            tolerance: Tolerance | None = None) -> Difference | None:
-    """None when every output of `got` agrees with `want`. ulps: allowance on the first output; scale: K of
-    the model tolerance (every float output). Both apply to floats only."""
+            atol: float = 0, tolerance: Tolerance | None = None) -> Difference | None:
+    """None when every output of `got` agrees with `want`. ulps, atol: allowances on the first output;
+    scale: K of the model tolerance (every float output). All apply to floats only."""
     if len(got) != len(want):
         return Difference("outputs", want=str(len(want)), got=str(len(got)))
     for index, (w, g) in enumerate(zip(want, got)):
         name = names[index] if index < len(names) else f"output {index}"
         difference = compare_arrays(np.asarray(w), np.asarray(g), name, ulps if index == 0 else 0, scale,
-                                    tolerance=tolerance)
+                                    atol=atol if index == 0 else 0, tolerance=tolerance)
         if difference:
             return difference
     return None

@@ -14,9 +14,6 @@ from tests.helpers import units as check
 pytestmark = pytest.mark.openvino
 
 UNIT = custom_ops.unit_of("DeformableConvolution")
-#: The only admitted difference: float32 summation order (OpenVINO's CPU plugin sums taps and channels in
-#: another order than the reference): a few ulps of the output's magnitude.
-ACCUMULATION_ULPS = 8
 
 
 def _halves(case) -> bool:
@@ -26,10 +23,32 @@ def _halves(case) -> bool:
 
 
 def tolerance(case) -> dict | None:
+    """The only admitted difference: float32 summation order (OpenVINO's CPU plugin sums taps and channels in
+    another order than the reference), within the unit's accumulation_bound (conformance's allowance too)."""
     if _halves(case):
         return None
-    scale = max(float(np.abs(check.kernel_outputs(UNIT, case)[0]).max(initial=0)), 1.0)
-    return dict(rtol=0, atol=ACCUMULATION_ULPS * float(np.finfo(np.float32).eps) * scale)
+    inputs = {name: x for name, x in zip(("data", "offsets", "filters", "mask"), case.inputs) if x is not None}
+    return dict(rtol=0, atol=UNIT.accumulation_bound(inputs, case.attributes))
+
+
+def test_conformance_allows_the_units_bound_and_no_more():
+    """Conformance judges a backend's DeformableConvolution output with the same accumulation_bound as this
+    file's tests (one place): a gap of the bound matches, a gap of twice the bound is a mismatch."""
+    from onnx_bridge.conformance.cases import Case, full_attributes
+    from onnx_bridge.conformance.evaluate import Contract, judge
+    from onnx_bridge.conformance.results import MATCH, MISMATCH
+    made = next(c for c in check.cases(UNIT) if not _halves(c))
+    inputs = {name: x for name, x in zip(("data", "offsets", "filters", "mask"), made.inputs)}
+    case = Case("gen/DeformableConvolution/x", UNIT.op_type, inputs, full_attributes(UNIT.op_type, made.attributes))
+    want = check.kernel_outputs(UNIT, made)[0]
+    bound = tolerance(made)["atol"]
+    assert 0 < bound < 1e-3 * max(float(np.abs(want).max()), 1)
+    within = (want.astype(np.float64) + bound).astype(np.float32)
+    within = np.where(within.astype(np.float64) - want > bound, np.nextafter(within, want), within)
+    beyond = want + np.float32(2 * bound)
+    for got, status in ((within, MATCH), (beyond, MISMATCH)):
+        cell = judge(case, "openvino", Contract((want,)), (got,))
+        assert cell.status == status, cell.reason
 
 
 def test_kernel_matches_openvino_on_generated_cases():

@@ -50,3 +50,23 @@ def test_max_starts_from_zero_and_empty_bins_are_zero():
                  dict(base, sampling_ratio=0, mode="avg", aligned_mode="half_pixel"))
     np.testing.assert_array_equal(check.kernel_outputs(UNIT, empty)[0], 0)
     assert any("NaN" in d.reason for d in UNIT.divergences)
+
+
+def test_negative_zero_row_claims_exactly_the_sign_differences():
+    """ov-roialign-max-negative-zero: the CPU plugin returns -0.0 in a max bin whose samples include -0.0 and
+    none is positive, where the reference keeps its start +0.0; the row's predicate claims exactly the
+    generated cases where the plugin differs so (and the plugin agrees elsewhere, the sign of zero included)."""
+    from custom_ops.ops.detection.roi_align import _negative_zero_max
+    claimed = 0
+    for seed in range(3):
+        for case in check.cases(UNIT, seed):
+            if case.attributes["mode"] != "max":
+                continue
+            want, got = check.kernel_outputs(UNIT, case)[0], check.openvino_outputs(UNIT, case, static=True)[0]
+            np.testing.assert_array_equal(got, want)            # equal up to the sign of zero
+            sign_differs = bool((np.signbit(got) != np.signbit(want)).any())
+            assert not sign_differs or not np.signbit(want[np.signbit(got) != np.signbit(want)]).any()
+            inputs = dict(zip(("input", "rois", "batch_indices"), case.inputs))
+            assert _negative_zero_max(inputs, case.attributes) == sign_differs, case.id
+            claimed += sign_differs
+    assert claimed >= 2

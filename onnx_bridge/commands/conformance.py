@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
     from ..conformance.generate import SIZES, generating_units
     from custom_ops import units
     example_op = generating_units()[-1].op_type
-    accumulating = [unit.op_type for unit in units() if unit.accumulation_ulps is not None]
+    accumulating = [unit.op_type for unit in units() if unit.accumulates]
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("models", nargs="*", metavar="MODEL",

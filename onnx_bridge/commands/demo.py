@@ -184,7 +184,7 @@ def main(args) -> int:
             failures += not (verdict == "identical" or verdict.startswith("max |diff|"))
             print(f"  {'torch eager (recorded)':30} {'-':>10}  {verdict}")
     from custom_ops import units
-    accumulating = [unit.op_type for unit in units() if unit.accumulation_ulps is not None]
+    accumulating = [unit.op_type for unit in units() if unit.accumulates]
     print(f"\nfloat differences come from summation order ({', '.join(accumulating + ['MatMul', 'Softmax'])}) "
           "and are listed, not hidden;"
           "\nsee docs/divergences.md for where OpenVINO's CPU plugin departs from the contract.")

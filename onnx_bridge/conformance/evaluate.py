@@ -15,7 +15,7 @@ from . import divergence
 from .adapters import CONTRACT, Unsupported, first_line, load
 from .cases import Case
 from .cases import output_names as op_output_names
-from .compare import MODEL_TOLERANCE, Difference, compare, largest_gap, tolerance_ulps
+from .compare import MODEL_TOLERANCE, Difference, compare, largest_gap, tolerance_bound, tolerance_ulps
 from .results import ERROR, KNOWN, MATCH, MISMATCH, UNSUPPORTED, Cell
 
 
@@ -101,7 +101,8 @@ def judge(case: Case, backend: str, contract: Contract, outputs=None, error: Bas
         names = output_names(case)
         outputs = tuple(np.asarray(x) for x in outputs)
         difference = compare(contract.outputs, outputs, names, ulps=0 if case.is_model else tolerance_ulps(case),
-                             scale=model_tolerance if case.is_model else 0)
+                             scale=model_tolerance if case.is_model else 0,
+                             atol=0 if case.is_model else tolerance_bound(case))
         if difference is None:
             gap, ulps = largest_gap(contract.outputs, outputs) if case.is_model else (0, 0)
             detail = f"within the model tolerance: max |Δ| {gap:.3g} ({ulps:.0f} ulp)" if gap else ""

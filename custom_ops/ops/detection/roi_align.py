@@ -7,8 +7,9 @@ input [N, C, H, W], rois [R, 4] (x1, y1, x2, y2) of T, batch_indices [R] (i32/i6
 (0, 0) asymmetric, (0, -0.5) half_pixel_for_nn, (0.5, -0.5) half_pixel; asymmetric extents at least 1; bins
 of extent / pooled; per bin sampling_ratio (0: ceil(bin extent)) samples per axis at bin start + distance *
 (i + 0.5); a sample outside [-1, W] x [-1, H] is 0, else clamped to the map and bilinearly interpolated.
-avg: the sum of sample / count in sample order; max: the largest sample, starting from 0. A bin without
-samples (extent 0 with sampling_ratio 0) is 0.
+avg: the sum of sample / count in sample order; max: the largest sample, starting from +0.0 (a -0.0 sample
+never replaces it: the reference takes a sample only when larger). A bin without samples (extent 0 with
+sampling_ratio 0) is 0.
 """
 from __future__ import annotations
 
@@ -72,10 +73,25 @@ def roi_align(data, rois, batch_indices, pooled_h, pooled_w, sampling_ratio, spa
         raise OpError(OP, "input 'rois'", "must be finite", value="inf/nan")
     mode = check.choice(OP, "mode", mode, MODES)
     offset_src, offset_dst = ALIGNED[check.choice(OP, "aligned_mode", aligned_mode, tuple(ALIGNED))]
+    out = np.zeros((rois.shape[0], data.shape[1], int(pooled_h), int(pooled_w)), data.dtype)
+    for r, samples in enumerate(_samples(data, rois, indices, pooled_h, pooled_w, sampling_ratio, spatial_scale,
+                                         offset_src, offset_dst)):
+        divisor = None
+        for value, count in samples:
+            if mode == "max":
+                out[r] = np.where(value > out[r], value, out[r])     # from +0.0: -0.0 never replaces it
+            else:
+                divisor = divisor or data.dtype.type(count)
+                out[r] = out[r] + value / divisor
+    return out
+
+
+def _samples(data, rois, indices, pooled_h, pooled_w, sampling_ratio, spatial_scale, offset_src, offset_dst):
+    """Per ROI, an iterator of (the samples [C, PH, PW] of one sample index in every bin, samples per bin)
+    in the reference's sample order (empty: the bins have no samples)."""
     T = data.dtype.type
-    _, channels, height, width = data.shape
+    _, _, height, width = data.shape
     ph, pw, ratio = int(pooled_h), int(pooled_w), int(sampling_ratio)
-    out = np.zeros((rois.shape[0], channels, ph, pw), data.dtype)
     corners = (rois + T(offset_src)) * T(spatial_scale) + T(offset_dst)
     for r in range(rois.shape[0]):
         x1, y1, x2, y2 = corners[r]
@@ -86,29 +102,25 @@ def roi_align(data, rois, batch_indices, pooled_h, pooled_w, sampling_ratio, spa
         count_x = ratio or int(np.ceil(bin_w))
         count_y = ratio or int(np.ceil(bin_h))
         if count_x <= 0 or count_y <= 0:
-            continue                                          # no samples: the bins stay 0
+            yield iter(())                                    # no samples: the bins stay 0
+            continue
         ys = _axis(T, y1, bin_h, ph, count_y, height)
         xs = _axis(T, x1, bin_w, pw, count_x, width)
-        fmap = data[int(indices[r])]
-        acc = np.zeros((channels, ph, pw), data.dtype)
-        divisor = T(count_x * count_y)
-        for sy in range(count_y):
-            yl, yh, wy_l, wy_h, y_out = (a[:, sy] for a in ys)
-            for sx in range(count_x):
-                xl, xh, wx_l, wx_h, x_out = (a[:, sx] for a in xs)
-                outside = y_out[:, None] | x_out[None, :]
-                w = [np.where(outside, T(0), a[:, None] * b[None, :])
-                     for a, b in ((wy_l, wx_l), (wy_l, wx_h), (wy_h, wx_l), (wy_h, wx_h))]
-                yl_, yh_ = np.where(outside, 0, yl[:, None]), np.where(outside, 0, yh[:, None])
-                xl_, xh_ = np.where(outside, 0, xl[None, :]), np.where(outside, 0, xh[None, :])
-                value = (w[0] * fmap[:, yl_, xl_] + w[1] * fmap[:, yl_, xh_] + w[2] * fmap[:, yh_, xl_]
-                         + w[3] * fmap[:, yh_, xh_])
-                if mode == "max":
-                    acc = np.where(value > acc, value, acc)
-                else:
-                    acc = acc + value / divisor
-        out[r] = acc
-    return out
+        yield _roi_samples(T, data[int(indices[r])], ys, xs, count_y, count_x)
+
+
+def _roi_samples(T, fmap, ys, xs, count_y, count_x):
+    for sy in range(count_y):
+        yl, yh, wy_l, wy_h, y_out = (a[:, sy] for a in ys)
+        for sx in range(count_x):
+            xl, xh, wx_l, wx_h, x_out = (a[:, sx] for a in xs)
+            outside = y_out[:, None] | x_out[None, :]
+            w = [np.where(outside, T(0), a[:, None] * b[None, :])
+                 for a, b in ((wy_l, wx_l), (wy_l, wx_h), (wy_h, wx_l), (wy_h, wx_h))]
+            yl_, yh_ = np.where(outside, 0, yl[:, None]), np.where(outside, 0, yh[:, None])
+            xl_, xh_ = np.where(outside, 0, xl[None, :]), np.where(outside, 0, xh[None, :])
+            yield (w[0] * fmap[:, yl_, xl_] + w[1] * fmap[:, yl_, xh_] + w[2] * fmap[:, yh_, xl_]
+                   + w[3] * fmap[:, yh_, xh_]), count_y * count_x
 
 
 def _kernel_v9(input, rois, batch_indices, *, pooled_h, pooled_w, sampling_ratio, spatial_scale, mode,  # noqa: A002
@@ -213,6 +225,25 @@ def _empty_bin(inputs, attributes) -> bool:
     return 0 in _counts(inputs, attributes)
 
 
+def _negative_zero_max(inputs, attributes) -> bool:
+    """Mode max with a bin whose samples include -0.0 (a sample outside the map, weight 0 times a negative
+    corner, or a weighted sum of such) and none positive: the reference keeps its start +0.0."""
+    if attributes["mode"] != "max":
+        return False
+    data, rois = np.asarray(inputs["input"]), np.asarray(inputs["rois"])
+    for samples in _samples(data, rois, np.asarray(inputs["batch_indices"]), attributes["pooled_h"],
+                            attributes["pooled_w"], attributes["sampling_ratio"], attributes["spatial_scale"],
+                            *ALIGNED[attributes["aligned_mode"]]):
+        positive = negative_zero = None
+        for value, _ in samples:
+            found = (value == 0) & np.signbit(value)
+            positive = value > 0 if positive is None else positive | (value > 0)
+            negative_zero = found if negative_zero is None else negative_zero | found
+        if positive is not None and (negative_zero & ~positive).any():
+            return True
+    return False
+
+
 def _example(rois, **attributes) -> Case:
     data = (np.arange(2 * 2 * 6 * 6).reshape(2, 2, 6, 6) % 7 - 3).astype(np.float32)
     base = {"pooled_h": 2, "pooled_w": 2, "sampling_ratio": 0, "spatial_scale": 1.0, "mode": "avg"}
@@ -233,6 +264,11 @@ DIVERGENCES = (
                "A bin without samples (zero extent with sampling_ratio 0, half_pixel modes): the CPU plugin "
                "returns NaN (0 / 0); the contract gives 0.",
                _empty_bin, _example([[1, 1, 1, 1]], aligned_mode="half_pixel")),
+    Divergence("ov-roialign-max-negative-zero", _OV, "value", "max: -0.0 where the reference keeps +0.0",
+               "Mode max, a bin whose samples include -0.0 (e.g. outside the map: weight 0 times a negative "
+               "value) and none is positive: the CPU plugin returns -0.0; the reference starts from +0.0 and "
+               "takes a sample only when it is larger, so the contract gives +0.0.",
+               _negative_zero_max, _example([[-4, -4, -2, -2]], mode="max", sampling_ratio=2)),
 )
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import ml_dtypes
 import numpy as np
 
 from custom_ops import _checks as check
-from custom_ops._types import FLOAT_TYPES
+from custom_ops._types import FLOAT_TYPES, is_float
 from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO,
                              OpSpec, Port)
@@ -208,6 +209,29 @@ def _accumulate(samples, taken_dg, mask, filters, group: int):
     return out
 
 
+#: Roundings per term besides the sum's: the float32 bilinear sample (corner weights, 4 products, 3 sums),
+#: its conversion to T, and the products by filter and mask.
+_TERM_ROUNDINGS = 12
+
+
+def _accumulation_bound(inputs: dict, attributes: dict) -> float:
+    """|Δ| allowed between two runtimes' outputs, which sum the n = C/group * KH*KW terms of an output in
+    their own order: each computes it within (n + r)·u·S of the exact value (n sums and r roundings per
+    term, u = ε/2 of T), S bounding the terms' absolute sum: a bilinear sample is a convex combination of
+    data (|v| <= max|data|), so S <= max|data| · max_o Σ|filters[o]| · max|mask|. Twice that bounds the gap."""
+    data, filters = np.asarray(inputs["data"]), np.asarray(inputs["filters"])
+    if data.size == 0 or filters.size == 0 or not is_float(data.dtype):
+        return 0.0
+    mask = inputs.get("mask")
+    with np.errstate(all="ignore"):
+        terms = float(np.abs(data.astype(np.float64)).max()) \
+            * float(np.abs(filters.astype(np.float64)).reshape(filters.shape[0], -1).sum(axis=1).max()) \
+            * (float(np.abs(np.asarray(mask, np.float64)).max(initial=0)) if mask is not None else 1.0)
+    count = filters.shape[1] * filters.shape[2] * filters.shape[3]
+    eps = float(ml_dtypes.finfo(data.dtype).eps)
+    return (count + _TERM_ROUNDINGS) * eps * terms     # 2 · (n + r) · ε/2 · S
+
+
 def _kernel_v8(data, offsets, filters, mask=None, *, strides, pads_begin, pads_end, dilations, auto_pad, group,
                deformable_group, bilinear_interpolation_pad):
     return (deformable_convolution(data, offsets, filters, mask, strides=strides, pads_begin=pads_begin,
@@ -376,5 +400,6 @@ UNIT = DialectUnit(
     raising=Absent("no standard ONNX pattern raised"),
     torch=Absent("torchvision.ops.deform_conv2d does not load beside CPU torch here"),
     divergences=DIVERGENCES,
+    accumulation_bound=_accumulation_bound,
     benchmark=Absent("not benchmarked yet"),
 )
