@@ -199,6 +199,34 @@ def test_psroi_average_bin_past_the_map_follows_the_reference():
                for row in UNITS["PSROIPooling"].divergences if "past the map" in row.title)
 
 
+def test_psroi_bilinear_differs_only_where_declared():
+    """Bilinear PSROIPooling on f32 maps (dyadic or not) and boxes (dyadic, random, partly past the map): the
+    static CPU oracle equals the kernel bit for bit wherever ov-psroipooling-bilinear-points does not apply,
+    and it does differ on some case the row claims."""
+    unit = UNITS["PSROIPooling"]
+    row = next(row for row in unit.divergences if row.id == "ov-psroipooling-bilinear-points")
+    claimed = differing = 0
+    for seed in range(24):
+        r = np.random.default_rng(seed)
+        k, group, bx, by = (int(v) for v in r.integers(1, [3, 4, 3, 3]))
+        h, w = (int(v) for v in r.integers(1, 6, 2))
+        data = r.standard_normal((1, k * bx * by, h, w))
+        data = (data / 3 if seed % 2 else np.round(data * 8) / 8).astype(np.float32)
+        low = r.uniform(0, 1, (2, 2)) if seed % 3 == 1 else r.integers(0, 8, (2, 2)) / 8
+        high = low + (r.uniform(0, 0.6, (2, 2)) if seed % 3 == 1 else r.integers(0, 6, (2, 2)) / 8)
+        boxes = np.concatenate([np.zeros((2, 1)), low, high], 1).astype(np.float32)
+        case = Case(f"bilinear_{seed}", (data, boxes), {"output_dim": k, "group_size": group, "spatial_scale": 1.0,
+                                                        "spatial_bins_x": bx, "spatial_bins_y": by, "mode": "bilinear"})
+        got = check.kernel_outputs(unit, case)[0]
+        want = check.openvino_outputs(unit, case, static=True)[0]
+        applies = row.predicate({"input": data, "coords": boxes}, unit.newest.attribute_values(case.attributes))
+        claimed += applies
+        if not applies:
+            np.testing.assert_array_equal(got, want, err_msg=case.id)
+        differing += not np.array_equal(got, want)
+    assert differing and claimed < 24
+
+
 def test_psroi_average_ignores_spatial_bins():
     """spatial_bins_x/y take part in bilinear mode only: average mode with 0 bins runs (OpenVINO builds and runs
     it) and equals OpenVINO; bilinear mode refuses 0 bins."""

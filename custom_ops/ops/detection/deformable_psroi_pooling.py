@@ -226,7 +226,7 @@ DIVERGENCES = (
                "The CPU plugin interpolates as (1 - dx)(1 - dy) v11 + (1 - dx) dy v12 + dx (1 - dy) v21 + dx dy v22 "
                "in f32; the reference as a + (b - a) d per axis in T: last-bit differences where an interpolation "
                "is rounded (dyadic inputs agree bit for bit).",
-               _rounded, _example([[0, 0, 0, 1, 1]], spatial_bins_y=2)),
+               _rounded, _example([[0, 0, 0, 0.5, 1.5]], spatial_bins_y=2)),
     Divergence("ov-deformablepsroi-stops-at-minus-one", "openvino-cpu", "value", "ROIs after a batch id of -1 are 0",
                "The CPU plugin ends the ROI list at the first batch id -1 (every later ROI is 0); the reference skips "
                "just the ROIs with a negative batch id.",

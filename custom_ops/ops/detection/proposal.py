@@ -267,6 +267,15 @@ _EXAMPLE = Case("example", (np.random.default_rng(0).random((1, 2, 2, 2)).astype
                             np.zeros((1, 4, 2, 2), np.float32), np.array([64, 64, 1], np.float32)),
                 {"base_size": 16, "pre_nms_topn": 10, "post_nms_topn": 4, "nms_thresh": 0.7, "feat_stride": 16,
                  "min_size": 1, "ratio": [1.0], "scale": [1.0]})
+def _runs(image=(64, 64, 1), **attributes) -> Case:
+    """3 anchors on a 2 x 2 map (12 proposals: the CPU plugin runs), small deltas, 16 output rows (4 past the last)."""
+    probs = np.concatenate([np.zeros((1, 3, 2, 2)), (np.arange(12).reshape(1, 3, 2, 2) + 1) / 16], 1)
+    deltas = np.random.default_rng(2).uniform(-0.3, 0.3, (1, 12, 2, 2))
+    return Case("example", tuple(x.astype(F32) for x in (probs, deltas, np.array(image))),
+                {"base_size": 16, "pre_nms_topn": 12, "post_nms_topn": 16, "nms_thresh": 0.99, "feat_stride": 16,
+                 "min_size": 1, "ratio": [0.5, 1.0, 2.0], "scale": [1.0], **attributes})
+
+
 def _log_size_deltas(inputs, attributes) -> np.ndarray:
     """The arguments of exp: d log w, d log h over box_size_scale (in f32, as the CPU plugin computes)."""
     d = np.asarray(inputs["bbox_deltas"], F32)
@@ -295,19 +304,19 @@ DIVERGENCES = (
     Divergence("ov-proposal-fused-centre", "openvino-cpu", "value", "centre update fused",
                "The CPU plugin computes dx * width + centre with one rounding (FMA); the reference rounds the "
                "product first: last-bit differences in 13 of 23 measured cases.",
-               lambda inputs, attributes: True, _EXAMPLE),
+               lambda inputs, attributes: True, _runs()),
     Divergence("ov-proposal-tensorflow-clip", "openvino-cpu", "value", "tensorflow: x/y clip swapped",
                "framework tensorflow: the CPU plugin clips y by the image width and x by the height; the "
                "reference clips x by the width.",
                lambda inputs, attributes: attributes["framework"] == "tensorflow",
-               Case("example", _EXAMPLE.inputs, {**_EXAMPLE.attributes, "framework": "tensorflow"})),
+               _runs((20, 64, 1), framework="tensorflow")),
     Divergence("ov-proposal-normalize", "openvino-cpu", "value", "normalize multiplies by 1 / size",
                "normalize 1: the CPU plugin multiplies by 1 / size (last-bit differences); the reference divides.",
                lambda inputs, attributes: bool(attributes["normalize"]),
-               Case("example", _EXAMPLE.inputs, {**_EXAMPLE.attributes, "normalize": 1})),
+               _runs(normalize=1)),
     Divergence("ov-proposal-probs-tail", "openvino-cpu", "nondeterministic", "probs after the last roi uninitialised",
                "The CPU plugin leaves the probs after the -1 terminated rows uninitialised; the reference writes "
-               "zeros.", lambda inputs, attributes: True, _EXAMPLE),
+               "zeros.", lambda inputs, attributes: True, _runs()),
 )
 
 
