@@ -9,7 +9,9 @@ Per image and class (OpenVINO's CPU plugin and NMS-9's reference): candidates wi
 at most min(max_output_boxes_per_class, M) kept.
 - sigma 0: by score descending (ties: lower box index), a candidate is dropped when its IoU with a kept box
   is >= iou_threshold.
-- sigma > 0 (sigma < 0 decays nothing): a priority queue by score (ties: lower box index); the top
+- sigma < 0: as sigma 0 (the reference's weight is exp(0) = 1 then, zero above iou_threshold; the CPU plugin
+  selects so too).
+- sigma > 0: a priority queue by score (ties: lower box index); the top
   candidate's score is multiplied by exp((-0.5 / sigma) * iou * iou) (f32) for each box kept since it was
   last looked at, newest first, and dropped once <= score_threshold; unchanged it is kept, changed it goes
   back into the queue. iou_threshold takes no part (the decay alone suppresses), unless
@@ -142,7 +144,7 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold
     kept_all = []
     for n in range(boxes.shape[0]):
         for c in range(scores.shape[1]):
-            if sigma == 0:
+            if sigma <= 0:
                 kept = _hard(corners[n], scores[n, c], limit, iou_t, score_t)
             else:
                 kept = _soft(corners[n], scores[n, c], limit, score_t, scale, iou_t if by_iou else None)
