@@ -38,7 +38,7 @@ class Column:
 def preload() -> None:
     """Import everything the columns use (then gc.freeze() keeps collections between timings cheap)."""
     import importlib
-    for module in ("onnx_bridge.session", "custom_ops._ort", "converters", "openvino", "torch"):
+    for module in ("onnx_bridge.session", "custom_ops.pyops", "converters", "openvino", "torch"):
         if _has(module.split(".")[0]):
             importlib.import_module(module)
 

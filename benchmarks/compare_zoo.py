@@ -45,11 +45,11 @@ def inject(model: onnx.ModelProto, value: str) -> onnx.ModelProto:
 
 def fault_targets(model: onnx.ModelProto, count: int) -> list[tuple[str, str]]:
     """(OpenVINO friendly name, ONNX value) of `count` float32 values the importer mapped, evenly spread."""
-    from converters.openvino_ir._importer import NAMES_KEY
-    from onnx_bridge.compare_models import _value_types
+    from converters.openvino_ir import NAMES_KEY
+    from onnx_bridge.compare_models import value_types
 
     names = json.loads({p.key: p.value for p in model.metadata_props}[NAMES_KEY])
-    types = _value_types(model)
+    types = value_types(model)
     outputs = {o.name for o in model.graph.output}
     order = {output: k for k, node in enumerate(model.graph.node) for output in node.output}
     floats = sorted(((order[v], key.rsplit(":", 1)[0], v) for key, v in names.items()

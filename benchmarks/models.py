@@ -7,8 +7,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 import custom_ops
-from custom_ops._schemas import register_schemas
-from custom_ops._types import NUMPY_TO_ONNX
+from custom_ops.schemas import register_schemas
+from custom_ops.element_types import NUMPY_TO_ONNX
 from onnx_bridge.config import DOMAIN, IR_VERSION
 
 STOCK_DOMAIN = "org.onnxbridge.bench"

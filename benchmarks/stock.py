@@ -1,5 +1,5 @@
 """Stock onnxruntime-extensions marshaling, for comparison: PyOps registered the documented way
-(`onnx_op`) whose bodies call our kernels. They are not ours, so custom_ops._ort's hook hands them to
+(`onnx_op`) whose bodies call our kernels. They are not ours, so custom_ops.pyops' hook hands them to
 onnxruntime-extensions' own `_on_pyop_invocation`, which returns every output through `ndarray.tolist()`.
 The signature comes from the op's unit: ports of the data input's type constraint take the data type, the
 other ports int64; attributes by kind.
@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 import custom_ops
-import custom_ops._ort  # noqa: F401 - the bridge's hook is installed first, as in any bridge process
+import custom_ops.pyops  # noqa: F401 - the bridge's hook is installed first, as in any bridge process
 from onnxruntime_extensions import PyCustomOpDef, onnx_op
 
 from .models import STOCK_DOMAIN

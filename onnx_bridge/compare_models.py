@@ -148,7 +148,7 @@ class _Say:
 
 
 def _openvino():
-    from converters.openvino_ir._exporter import openvino
+    from converters.openvino_ir import openvino
     return openvino()
 
 
@@ -270,7 +270,7 @@ class _Runner:
     """Runs both sides, with extra outputs exposed on request (probes)."""
 
     def __init__(self, ov_model, converted: onnx.ModelProto, feeds: dict, say):
-        from converters.openvino_ir._importer import NAMES_KEY
+        from converters.openvino_ir import NAMES_KEY
 
         self.ov_model, self.converted, self.say = ov_model, converted, say
         initialized = {t.name for t in converted.graph.initializer}
@@ -324,7 +324,7 @@ class _Runner:
             model = onnx.ModelProto()
             model.CopyFrom(self.converted)
             if self._types is None:
-                self._types = _value_types(self.converted)
+                self._types = value_types(self.converted)
             for name in extra:
                 code = self._types.get(name) or (types or {}).get(name) or onnx.TensorProto.FLOAT
                 model.graph.output.add().CopyFrom(onnx.helper.make_tensor_value_info(name, code, None))
@@ -379,9 +379,9 @@ def _same_names(ov_model, converted: onnx.ModelProto) -> dict:
     return found
 
 
-def _value_types(model: onnx.ModelProto) -> dict[str, int]:
+def value_types(model: onnx.ModelProto) -> dict[str, int]:
     """ONNX element type of every value, by shape inference (0 where unknown)."""
-    from custom_ops._schemas import register_schemas
+    from custom_ops.schemas import register_schemas
 
     register_schemas()
     types = {}
@@ -396,4 +396,4 @@ def _value_types(model: onnx.ModelProto) -> dict[str, int]:
 
 
 __all__ = ["compare", "CompareReport", "Localisation", "Explanation", "EXIT_AGREE", "EXIT_DIFFERENT",
-           "EXIT_EXPLAINED"]
+           "EXIT_EXPLAINED", "value_types"]

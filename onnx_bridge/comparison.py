@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, replace
 import ml_dtypes
 import numpy as np
 
-from custom_ops._types import BFLOAT16, type_name
+from custom_ops.element_types import BFLOAT16, type_name
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ import numpy as np
 
 from custom_ops import resolve, units
 from custom_ops.unit import present
-from custom_ops._types import BFLOAT16, is_float
+from custom_ops.element_types import BFLOAT16, is_float
 from onnx_bridge.config import DIALECT_OPSET
 from onnx_bridge.errors import OpError
 

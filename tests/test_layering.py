@@ -76,49 +76,52 @@ def test_public_names_still_come_from_onnx_bridge(name):
     assert getattr(onnx_bridge, name) is lower
 
 
-#: Modules of areas other engineers were changing when the private-import rule was written; they move to the
-#: public names (custom_ops.element_types / checks / schemas / reference / pyops, converters.openvino_ir) next.
-PRIVATE_IMPORTS_PENDING = ("onnx_bridge/conformance/", "onnx_bridge/torch/", "onnx_bridge/divergences.py",
-                           "onnx_bridge/comparison.py", "onnx_bridge/compare_models.py")
+#: Code outside the layers that uses them (benchmarks, examples): public names only, like the layers above.
+CONSUMERS = ["benchmarks", "examples"]
 
 
-def _private_imports(root: Path, packages=LAYERS) -> list[str]:
-    """Imports of another top-level package's private module (a `_name` part after the package, or
-    `from package import _module`): the layers above use public names only."""
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_imports(root: Path, packages=LAYERS + CONSUMERS) -> list[str]:
+    """Imports of a private module or name of another top-level package (a `_name` part after the package:
+    `import package._module`, `from package._module import x`, `from package import _module`, `from
+    package.module import _name`): whatever is not the package's own uses public names only."""
     problems = []
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
-            relative = path.relative_to(root).as_posix()
-            if relative.startswith(PRIVATE_IMPORTS_PENDING):
-                continue
             tree = ast.parse(path.read_text(), str(path))
-            for node in ast.walk(tree):
+            for node in sorted(ast.walk(tree), key=lambda n: getattr(n, "lineno", 0)):
                 if isinstance(node, ast.Import):
                     modules = [alias.name for alias in node.names]
                 elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                    base = node.module.split(".")
-                    modules = [node.module] + [".".join(base + [alias.name]) for alias in node.names
-                                               if (root.joinpath(*base, f"{alias.name}.py")).is_file()]
+                    modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
                 else:
                     continue
-                for module in modules:
+                for module in dict.fromkeys(modules):
                     parts = module.split(".")
-                    if parts[0] in LAYERS and parts[0] != package and any(p.startswith("_") for p in parts[1:]):
-                        problems.append(f"{relative}:{node.lineno} imports {module}")
+                    if parts[0] in LAYERS and parts[0] != package and any(_private(p) for p in parts[1:]):
+                        problems.append(f"{path.relative_to(root).as_posix()}:{node.lineno} imports {module}")
+                        break
     return problems
 
 
-def test_no_private_module_is_imported_across_packages():
+def test_no_private_module_or_name_is_imported_across_packages():
     assert _private_imports(ROOT) == []
 
 
-def test_the_private_import_check_sees_both_forms(tmp_path):
-    for name in LAYERS:
+def test_the_private_import_check_sees_every_form(tmp_path):
+    for name in LAYERS + CONSUMERS:
         (tmp_path / name).mkdir()
     (tmp_path / "custom_ops" / "_types.py").write_text("")
     (tmp_path / "converters" / "bad.py").write_text("from custom_ops._types import X\n"
-                                                     "def f():\n    from custom_ops import _types\n")
+                                                     "def f():\n    from custom_ops import _types\n"
+                                                     "import custom_ops._ort\n")
     (tmp_path / "custom_ops" / "fine.py").write_text("from custom_ops._types import X\n")
+    (tmp_path / "onnx_bridge" / "fine.py").write_text("from custom_ops import pyops as _ort, __version__\n")
+    (tmp_path / "benchmarks" / "bad.py").write_text("from onnx_bridge.compare_models import value_types, _helper\n")
     assert _private_imports(tmp_path) == ["converters/bad.py:1 imports custom_ops._types",
-                                          "converters/bad.py:3 imports custom_ops._types"]
-
+                                          "converters/bad.py:3 imports custom_ops._types",
+                                          "converters/bad.py:4 imports custom_ops._ort",
+                                          "benchmarks/bad.py:1 imports onnx_bridge.compare_models._helper"]

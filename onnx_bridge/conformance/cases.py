@@ -12,7 +12,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import custom_ops
-from custom_ops._types import BFLOAT16, NUMPY_TO_ONNX, type_name
+from custom_ops.element_types import BFLOAT16, NUMPY_TO_ONNX, type_name
 from onnx_bridge._feeds import graph_input, graph_output
 from onnx_bridge.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 from onnx_bridge.errors import OpError

@@ -14,7 +14,7 @@ import onnx
 
 import custom_ops
 
-from custom_ops._types import BFLOAT16, ONNX_TO_NUMPY
+from custom_ops.element_types import BFLOAT16, ONNX_TO_NUMPY
 from custom_ops.unit import present
 from converters.model_io import load_model
 from onnx_bridge.config import DOMAIN
@@ -245,7 +245,7 @@ def model_inputs(model: onnx.ModelProto, given: dict, seed: int = 0) -> tuple[di
 def _index_limits(model: onnx.ModelProto) -> dict[str, int]:
     """graph input name -> size of the dimension it indexes (index inputs of the units that declare
     index_input, with a static target)."""
-    from custom_ops._schemas import register_schemas
+    from custom_ops.schemas import register_schemas
     register_schemas()
     try:
         inferred = onnx.shape_inference.infer_shapes(model)

@@ -55,7 +55,7 @@ def _run_model_contract(case: Case) -> tuple:
     """Standard nodes by the ONNX reference evaluator, dialect nodes by the kernels."""
     from onnx.reference import ReferenceEvaluator
 
-    from custom_ops._reference import REFERENCE_OPS
+    from custom_ops.reference import REFERENCE_OPS
     evaluator = ReferenceEvaluator(case.model, new_ops=REFERENCE_OPS)
     return tuple(np.asarray(x) for x in evaluator.run(None, case.inputs))
 

@@ -15,8 +15,8 @@ import zlib
 import numpy as np
 
 from custom_ops import units
-from custom_ops._types import type_name
-from custom_ops.ops._generate import values  # noqa: F401  (re-exported: model inputs are drawn with it)
+from custom_ops.element_types import type_name
+from custom_ops.generate import values  # noqa: F401  (re-exported: model inputs are drawn with it)
 from custom_ops.unit import present
 
 from onnx_bridge.errors import OpError

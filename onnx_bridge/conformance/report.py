@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from custom_ops import units
-from custom_ops._types import type_name
+from custom_ops.element_types import type_name
 
 from . import divergence
 from .cases import Case

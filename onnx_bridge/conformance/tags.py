@@ -5,7 +5,7 @@ import numpy as np
 
 import custom_ops
 
-from custom_ops._types import is_float
+from custom_ops.element_types import is_float
 
 TAGS = {
     "duplicates": "several updates reach one position (scatters: the unit's case_tags say so)",

@@ -101,7 +101,7 @@ def register_symbolics(opset: int = MIN_SYMBOLIC_OPSET) -> list[int]:
     if opset < MIN_SYMBOLIC_OPSET:
         raise BridgeError(f"register_symbolics: opset {opset} is too old; the dialect symbolics need an "
                           f"export opset >= {MIN_SYMBOLIC_OPSET}")
-    from custom_ops._schemas import register_schemas
+    from custom_ops.schemas import register_schemas
 
     register_schemas()
     versions = list(range(opset, _max_opset() + 1))

@@ -37,7 +37,7 @@ def onnxscript_ops():
     except ImportError as exc:
         raise MissingDependencyError("the dynamo export path needs onnxscript: "
                                      "pip install 'onnx-bridge[torch]'") from exc
-    from custom_ops._schemas import register_schemas
+    from custom_ops.schemas import register_schemas
 
     register_schemas()
     opset = Opset(DOMAIN, DIALECT_OPSET)

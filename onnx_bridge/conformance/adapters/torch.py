@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from custom_ops._types import BFLOAT16
+from custom_ops.element_types import BFLOAT16
 
 from ..cases import Case
 from . import Unsupported, has_module
