@@ -1,4 +1,4 @@
-"""The performance targets (issues 3 and 7), evaluated on one run's medians: the rows of the units'
+"""The performance targets (docs/performance.md), evaluated on one run's medians: the rows of the units'
 benchmark pieces (custom_ops.unit.Benchmark.targets, memory_limit)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The kernels on the contract's cases (docs/dialect.md section 2 and the research tables), each checked
+"""The kernels on the contract's cases (docs/dialect.md section 2 and values measured on OpenVINO CPU), each checked
 against its literal expected value and against the independent oracle (tests/oracle.py); then the
 kernels against the oracle on the whole generated grid (no OpenVINO needed)."""
 import math
@@ -40,7 +40,7 @@ def seu(data, indices, updates, dtype, axis=0, **attributes):
 # ------------------------------------------------------------------------------------------------------
 # ScatterElementsUpdate
 
-# research/openvino_observed.md §2: data [5,5,5,5], idx [0,0,1], upd [3,7,9] -> (use_init_val=1, =0).
+# OpenVINO CPU, measured: data [5,5,5,5], idx [0,0,1], upd [3,7,9] -> (use_init_val=1, =0).
 USE_INIT_VAL = {"none": ([7, 9, 5, 5], [7, 9, 5, 5]), "sum": ([15, 14, 5, 5], [10, 9, 5, 5]),
                 "prod": ([105, 45, 5, 5], [21, 9, 5, 5]), "min": ([3, 5, 5, 5], [3, 9, 5, 5]),
                 "max": ([7, 9, 5, 5], [7, 9, 5, 5]), "mean": ([5, 7, 5, 5], [5, 9, 5, 5])}
