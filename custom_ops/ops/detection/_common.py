@@ -1,12 +1,16 @@
-"""Pieces the detection units share: attribute declarations, output type inference, OpenVINO node building."""
+"""Pieces the detection units share: attribute declarations, output type inference, OpenVINO node building, the
+ROI align ops' input checks and sample clamping, benchmark boxes."""
 from __future__ import annotations
 
 import numpy as np
 
+from custom_ops import _checks as check
 from custom_ops._types import NUMPY_TO_ONNX
+from custom_ops.errors import OpError
 from custom_ops.unit import Attribute, AttributeMap
 
 F32 = (np.dtype(np.float32),)
+INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 FLOAT = NUMPY_TO_ONNX[np.dtype(np.float32)]   # the ONNX element type code
 #: Float element types of the detection ops' tensors (OpenVINO's reference is templated on them).
 FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -118,3 +122,55 @@ def greedy_nms(count: int, suppresses, limit: int | None = None, block: int = 64
                     break
                 alive[row + 1:] &= ~inner[row, row + 1:]
     return np.asarray(kept, np.int64)
+
+
+def roi_align_inputs(op: str, data, rois, batch_indices, types, box_size: int, box_text: str):
+    """The checked inputs of the ROI align ops: a feature map [N, C, H, W] of one of `types`, boxes [R, box_size]
+    of its element type (finite) and batch indices [R] (i32/i64) in [0, N - 1]."""
+    data = check.as_array(op, "input", data)
+    rois = check.as_array(op, "rois", rois)
+    indices = check.as_array(op, "batch_indices", batch_indices)
+    check.data_type(op, "input", data, types)
+    check.data_type(op, "batch_indices", indices, INDEX_TYPES)
+    if rois.dtype != data.dtype:
+        raise OpError(op, "input 'rois'", "element type must equal input's", value=str(rois.dtype),
+                      allowed=str(data.dtype))
+    if data.ndim != 4:
+        raise OpError(op, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
+    if rois.ndim != 2 or rois.shape[1] != box_size:
+        raise OpError(op, "input 'rois'", f"must have shape {box_text}", value=rois.shape)
+    if indices.shape != rois.shape[:1]:
+        raise OpError(op, "input 'batch_indices'", "must be 1-D of size R", value=indices.shape,
+                      allowed=rois.shape[:1])
+    if indices.size and (indices.min() < 0 or indices.max() >= data.shape[0]):
+        bad = indices[(indices < 0) | (indices >= data.shape[0])][0]
+        raise OpError(op, "input 'batch_indices'", "out of range", value=int(bad), allowed=f"[0, {data.shape[0] - 1}]")
+    return data, rois, indices
+
+
+def roi_align_attributes(op: str, rois, pooled_h, pooled_w, sampling_ratio) -> None:
+    """pooled_h, pooled_w >= 1, sampling_ratio >= 0, finite boxes."""
+    for name, value in (("pooled_h", pooled_h), ("pooled_w", pooled_w)):
+        if int(value) < 1:
+            raise OpError(op, f"attribute '{name}'", "must be positive", value=int(value), allowed=">= 1")
+    if int(sampling_ratio) < 0:
+        raise OpError(op, "attribute 'sampling_ratio'", "must not be negative", value=int(sampling_ratio))
+    if not np.isfinite(rois).all():
+        raise OpError(op, "input 'rois'", "must be finite", value="inf/nan")
+
+
+def clamp_sample(position, size: int):
+    """A sample coordinate inside [-1, size] -> (low, high, position) of one axis, clamped to the map as the
+    ROI align references do."""
+    position = np.maximum(position, 0)
+    low = np.floor(position).astype(np.int64)
+    last = low >= size - 1
+    low = np.where(last, size - 1, low)
+    return low, np.where(last, low, low + 1), np.where(last, low.astype(position.dtype), position)
+
+
+def image_boxes(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Benchmark boxes [count, 4] (x1, y1, x2, y2, float64) uniform over an 800 x 600 image."""
+    corners = rng.uniform(0, 1, (count, 4)) * np.array([800, 600, 800, 600])
+    return np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                           np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
