@@ -56,6 +56,25 @@ def index_pyop_casts(attributes: dict):
     return dict(attributes, output_type="i64"), casts
 
 
+def selected_pyop_casts(attributes: dict):
+    """NMS ops with selected_indices [?, 3] and valid_outputs outputs (0 and 2) in output_type: the PyOp computes
+    them int64; an asked i32 is a Cast after it."""
+    casts = {0: np.dtype(np.int32), 2: np.dtype(np.int32)} if attributes["output_type"] == "i32" else {}
+    return dict(attributes, output_type="i64"), casts
+
+
+def selected_infer(ctx) -> None:
+    """Shape inference of those ops: selected_indices [?, 3] in output_type, selected_scores [?, 3] f32,
+    valid_outputs [1] in output_type."""
+    from onnx import TensorProto, helper
+    proto = ctx.get_attribute("output_type")
+    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
+    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+    ctx.set_output_type(0, helper.make_tensor_type_proto(code, [None, 3]))
+    ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.FLOAT, [None, 3]))
+    ctx.set_output_type(2, helper.make_tensor_type_proto(code, [1]))
+
+
 def nms_infer(ctx, boxes_like_input: bool) -> None:
     """Shape inference of the NMS ops: selected [?, 6] (f32, or the boxes' type), indices [?, 1] and
     counts [?] in output_type."""
@@ -71,15 +90,15 @@ def nms_infer(ctx, boxes_like_input: bool) -> None:
     ctx.set_output_type(2, helper.make_tensor_type_proto(code, [None]))
 
 
-def nms_factory(opset: str, type_name: str):
-    """The native node factory of the [N, M, 4]-boxes NMS ops: the CPU plugin needs the box dimension static,
-    so a box input whose last dim is dynamic gets a Reshape to [N, M, 4] stating it."""
+def nms_factory(opset: str, type_name: str, box_size: int = 4):
+    """The native node factory of the [N, M, box_size]-boxes NMS ops: the CPU plugin needs the box dimension
+    static, so a box input whose last dim is dynamic gets a Reshape to [N, M, box_size] stating it."""
     def factory(ov, inputs, attributes):
         from openvino.utils.node_factory import NodeFactory
         used = [i.output(0) if hasattr(i, "output") else i for i in inputs if i is not None]
         shape = used[0].get_partial_shape()
         if shape.rank.is_static and shape[-1].is_dynamic:
-            used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 4], np.int64)), True).output(0)
+            used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, box_size], np.int64)), True).output(0)
         return NodeFactory(opset).create(type_name, used, attributes)
     return factory
 

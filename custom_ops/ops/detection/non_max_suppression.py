@@ -32,7 +32,7 @@ from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
-from ._common import nms_factory
+from ._common import nms_factory, selected_infer, selected_pyop_casts
 
 OP = "NonMaxSuppression"
 F = np.float32
@@ -261,21 +261,6 @@ DIVERGENCES = (
 )
 
 
-def _pyop_casts(attributes: dict):
-    casts = {0: np.dtype(np.int32), 2: np.dtype(np.int32)} if attributes["output_type"] == "i32" else {}
-    return dict(attributes, output_type="i64"), casts
-
-
-def _infer(ctx) -> None:
-    from onnx import TensorProto, helper
-    proto = ctx.get_attribute("output_type")
-    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
-    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
-    ctx.set_output_type(0, helper.make_tensor_type_proto(code, [None, 3]))
-    ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.FLOAT, [None, 3]))
-    ctx.set_output_type(2, helper.make_tensor_type_proto(code, [1]))
-
-
 def _factory(ov, inputs, attributes):
     """NMS-5 for soft_iou_suppression 1, else NMS-9."""
     attributes = dict(attributes)
@@ -295,7 +280,8 @@ UNIT = DialectUnit(
                    Attribute("output_type", "string", "i64", ("i64", "i32")),
                    Attribute("soft_iou_suppression", "int", 0, (0, 1))),
                   {"T": (np.dtype(np.float32),), "I": _INDEX, "O": (np.dtype(np.int64), np.dtype(np.int32))},
-                  _kernel_v9, doc="NMS per image and class, hard or soft (gaussian score decay).", infer=_infer),),
+                  _kernel_v9, doc="NMS per image and class, hard or soft (gaussian score decay).",
+                  infer=selected_infer),),
     openvino=OpenVINO(
         "NonMaxSuppression", versions=(5, 9), factory=_factory, import_rule=False,
         attributes=(AttributeMap("box_encoding", "lower"), AttributeMap("sort_result_descending", "bool"),
@@ -309,6 +295,6 @@ UNIT = DialectUnit(
     torch=Absent("no torch adapter"),
     divergences=DIVERGENCES,
     pyop_outputs=lambda inputs: (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.int64)),
-    pyop_casts=_pyop_casts,
+    pyop_casts=selected_pyop_casts,
     benchmark=Absent("not benchmarked"),
 )
