@@ -143,6 +143,20 @@ def greedy_nms(count: int, suppresses, limit: int | None = None, block: int = 64
     return np.asarray(kept, np.int64)
 
 
+def same_type_arrays(op: str, named: tuple, types) -> list:
+    """`named` ((input name, value), ...) as arrays: the first of one of `types`, the others of its element
+    type."""
+    arrays = [check.as_array(op, name, value) for name, value in named]
+    first = named[0][0]
+    check.data_type(op, first, arrays[0], types)
+    owner = f"{first}'" if first.endswith("s") else f"{first}'s"
+    for (name, _), array in zip(named[1:], arrays[1:]):
+        if array.dtype != arrays[0].dtype:
+            raise OpError(op, f"input '{name}'", f"element type must equal {owner}", value=str(array.dtype),
+                          allowed=str(arrays[0].dtype))
+    return arrays
+
+
 def roi_align_inputs(op: str, data, rois, batch_indices, types, box_size: int, box_text: str):
     """The checked inputs of the ROI align ops: a feature map [N, C, H, W] of one of `types`, boxes [R, box_size]
     of its element type (finite) and batch indices [R] (i32/i64) in [0, N - 1]."""

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from ._common import flag, native
+from ._common import flag, native, same_type_arrays
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "ExperimentalDetectronDetectionOutput"
@@ -33,14 +32,8 @@ F32 = np.float32
 
 
 def validate(rois, deltas, scores, im_info, a):
-    arrays = [check.as_array(OP, n, v) for n, v in
-              (("rois", rois), ("deltas", deltas), ("scores", scores), ("im_info", im_info))]
-    boxes, dlt, scr, info = arrays
-    check.data_type(OP, "rois", boxes, TYPES)
-    for name, array in zip(("deltas", "scores", "im_info"), arrays[1:]):
-        if array.dtype != boxes.dtype:
-            raise OpError(OP, f"input '{name}'", "element type must equal rois'", value=str(array.dtype),
-                          allowed=str(boxes.dtype))
+    boxes, dlt, scr, info = same_type_arrays(
+        OP, (("rois", rois), ("deltas", deltas), ("scores", scores), ("im_info", im_info)), TYPES)
     classes = int(a["num_classes"])
     if classes < 1:
         raise OpError(OP, "attribute 'num_classes'", "must be positive", value=classes, allowed=">= 1")
