@@ -56,6 +56,26 @@ def index_pyop_casts(attributes: dict):
     return dict(attributes, output_type="i64"), casts
 
 
+def nms_inputs(op: str, boxes, scores, box_size: int, scalars) -> tuple:
+    """The checked inputs of the [N, M, box_size]-boxes NMS ops: f32 boxes and scores [N, C, M], and the scalar
+    inputs `scalars` ((name, value, kinds), ...; kinds: numpy dtype kinds) as a dict of Python numbers."""
+    boxes, scores = check.as_array(op, "boxes", boxes), check.as_array(op, "scores", scores)
+    for name, array in (("boxes", boxes), ("scores", scores)):
+        check.data_type(op, name, array, (np.dtype(np.float32),))
+    if boxes.ndim != 3 or boxes.shape[2] != box_size:
+        raise OpError(op, "input 'boxes'", f"must have shape [N, M, {box_size}]", value=boxes.shape)
+    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
+        raise OpError(op, "input 'scores'", "must have shape [N, C, M] (N and M of boxes)", value=scores.shape)
+    values = {}
+    for name, value, kinds in scalars:
+        value = check.as_array(op, name, value)
+        if value.size != 1 or value.ndim > 1 or value.dtype.kind not in kinds:
+            raise OpError(op, f"input '{name}'", "must be a one-element " + ("integer" if kinds == "iu" else "float")
+                          + " tensor", value=f"{value.dtype}{list(value.shape)}")
+        values[name] = value.reshape(()).item()
+    return boxes, scores, values
+
+
 def selected_pyop_casts(attributes: dict):
     """NMS ops with selected_indices [?, 3] and valid_outputs outputs (0 and 2) in output_type: the PyOp computes
     them int64; an asked i32 is a Cast after it."""

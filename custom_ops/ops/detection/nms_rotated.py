@@ -23,7 +23,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpenVINO,
                              OpSpec, Port)
 
-from ._common import greedy_nms, nms_factory, selected_infer, selected_pyop_casts
+from ._common import greedy_nms, nms_factory, nms_inputs, selected_infer, selected_pyop_casts
 
 OP = "NMSRotated"
 F = np.float32
@@ -162,21 +162,9 @@ def _suppresses(corners, areas, iou_threshold):
 
 def nms_rotated(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, sort_result_descending=1,
                 output_type="i64", clockwise=1):
-    boxes, scores = check.as_array(OP, "boxes", boxes), check.as_array(OP, "scores", scores)
-    for name, array in (("boxes", boxes), ("scores", scores)):
-        check.data_type(OP, name, array, (np.dtype(np.float32),))
-    if boxes.ndim != 3 or boxes.shape[2] != 5:
-        raise OpError(OP, "input 'boxes'", "must have shape [N, M, 5]", value=boxes.shape)
-    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
-        raise OpError(OP, "input 'scores'", "must have shape [N, C, M] (N and M of boxes)", value=scores.shape)
-    scalars = {}
-    for name, value, kinds in (("max_output_boxes_per_class", max_output_boxes_per_class, "iu"),
-                               ("iou_threshold", iou_threshold, "f"), ("score_threshold", score_threshold, "f")):
-        value = check.as_array(OP, name, value)
-        if value.size != 1 or value.ndim > 1 or value.dtype.kind not in kinds:
-            raise OpError(OP, f"input '{name}'", "must be a one-element " + ("integer" if kinds == "iu" else "float")
-                          + " tensor", value=f"{value.dtype}{list(value.shape)}")
-        scalars[name] = value.reshape(()).item()
+    boxes, scores, scalars = nms_inputs(OP, boxes, scores, 5, (
+        ("max_output_boxes_per_class", max_output_boxes_per_class, "iu"), ("iou_threshold", iou_threshold, "f"),
+        ("score_threshold", score_threshold, "f")))
     limit = max(int(scalars["max_output_boxes_per_class"]), 0)
     iou_t, score_t = F(scalars["iou_threshold"]), F(scalars["score_threshold"])
     output_type = check.choice(OP, "output_type", output_type, ("i64", "i32"))
