@@ -76,6 +76,20 @@ def nms_inputs(op: str, boxes, scores, box_size: int, scalars) -> tuple:
     return boxes, scores, values
 
 
+def attribute_value(ctx, name: str, default=None):
+    """ONNX inference: the node's attribute `name` (`default` when absent)."""
+    from onnx import helper
+    proto = ctx.get_attribute(name)
+    return helper.get_attribute_value(proto) if proto is not None else default
+
+
+def index_type_code(ctx, name: str) -> int:
+    """ONNX inference: the element type code an index-type attribute ("i32" / "i64", default i64) names."""
+    from onnx import TensorProto
+    value = attribute_value(ctx, name, b"i64")
+    return TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+
+
 def selected_pyop_casts(attributes: dict):
     """NMS ops with selected_indices [?, 3] and valid_outputs outputs (0 and 2) in output_type: the PyOp computes
     them int64; an asked i32 is a Cast after it."""
@@ -87,9 +101,7 @@ def selected_infer(ctx) -> None:
     """Shape inference of those ops: selected_indices [?, 3] in output_type, selected_scores [?, 3] f32,
     valid_outputs [1] in output_type."""
     from onnx import TensorProto, helper
-    proto = ctx.get_attribute("output_type")
-    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
-    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+    code = index_type_code(ctx, "output_type")
     ctx.set_output_type(0, helper.make_tensor_type_proto(code, [None, 3]))
     ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.FLOAT, [None, 3]))
     ctx.set_output_type(2, helper.make_tensor_type_proto(code, [1]))
@@ -99,9 +111,7 @@ def nms_infer(ctx, boxes_like_input: bool) -> None:
     """Shape inference of the NMS ops: selected [?, 6] (f32, or the boxes' type), indices [?, 1] and
     counts [?] in output_type."""
     from onnx import TensorProto, helper
-    proto = ctx.get_attribute("output_type")
-    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
-    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+    code = index_type_code(ctx, "output_type")
     known = ctx.get_input_type(0) if boxes_like_input else None
     elem = known.tensor_type.elem_type if known is not None else TensorProto.FLOAT
     if known is not None or not boxes_like_input:

@@ -23,7 +23,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from ._common import flag, native, same_type_arrays
+from ._common import attribute_value, flag, native, same_type_arrays
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "ExperimentalDetectronDetectionOutput"
@@ -152,8 +152,7 @@ def _kernel_v6(rois, deltas, scores, im_info, **attributes):
 def _infer(ctx) -> None:
     from onnx import TensorProto, helper
     code = ctx.get_input_type(0).tensor_type.elem_type
-    proto = ctx.get_attribute("max_detections_per_image")
-    rows = helper.get_attribute_value(proto) if proto is not None else None
+    rows = attribute_value(ctx, "max_detections_per_image")
     ctx.set_output_type(0, helper.make_tensor_type_proto(code, [rows, 4]))
     ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.INT32, [rows]))
     ctx.set_output_type(2, helper.make_tensor_type_proto(code, [rows]))

@@ -21,7 +21,7 @@ from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, Di
                              Port)
 
 from .._libm import expf_differs
-from ._common import native, same_type_arrays
+from ._common import attribute_value, native, same_type_arrays
 
 OP = "ExperimentalDetectronGenerateProposalsSingleImage"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -146,8 +146,7 @@ def _kernel_v6(im_info, anchors, deltas, scores, **attributes):
 def _infer(ctx) -> None:
     from onnx import helper
     code = ctx.get_input_type(0).tensor_type.elem_type
-    proto = ctx.get_attribute("post_nms_count")
-    post = helper.get_attribute_value(proto) if proto is not None else None
+    post = attribute_value(ctx, "post_nms_count")
     ctx.set_output_type(0, helper.make_tensor_type_proto(code, [post, 4]))
     ctx.set_output_type(1, helper.make_tensor_type_proto(code, [post]))
 
