@@ -30,19 +30,6 @@ UNITS = {op: custom_ops.unit_of(op) for op in OPS}
 DYNAMIC_SHAPES_REFUSED = ("ROIPooling", "PSROIPooling")
 
 
-# For test files that still swap the oracle in (monkeypatch check.openvino_model / dialect_model); new
-# code passes static=True to the helpers instead.
-_OPENVINO_MODEL, _DIALECT_MODEL = check.openvino_model, check.dialect_model
-
-
-def _static_model(unit, case, static=True):
-    return _OPENVINO_MODEL(unit, case, static=True)
-
-
-def _static_dialect_model(unit, case, static=True):
-    return _DIALECT_MODEL(unit, case, static=True)
-
-
 def _few(op, count):
     return [pytest.param(op, case, id=case.id) for case in check.cases(UNITS[op])[:count]]
 

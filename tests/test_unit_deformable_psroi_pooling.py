@@ -11,19 +11,12 @@ import custom_ops
 from custom_ops.errors import OpError
 from custom_ops.unit import Case
 from tests.helpers import units as check
-from tests.test_dialect_detection import _static_dialect_model, _static_model
 
 pytestmark = pytest.mark.openvino
 
 UNIT = custom_ops.unit_of("DeformablePSROIPooling")
 CASES = check.cases(UNIT)
 DIVERGENCE = {d.id: d for d in UNIT.divergences}
-
-
-@pytest.fixture(autouse=True)
-def static_oracle(monkeypatch):
-    monkeypatch.setattr(check, "openvino_model", _static_model)
-    monkeypatch.setattr(check, "dialect_model", _static_dialect_model)
 
 
 def _by_port(case):
@@ -34,7 +27,7 @@ def test_kernel_matches_openvino_on_many_cases():
     count = offsets = 0
     for seed in range(3):
         for case in check.cases(UNIT, seed):
-            check.check_kernel_against_openvino(UNIT, case)
+            check.check_kernel_against_openvino(UNIT, case, static=True)
             count += 1
             offsets += case.inputs[2] is not None
     assert count >= 90 and offsets >= 30
@@ -49,7 +42,7 @@ def test_cpu_differences_are_the_declared_ones():
         rois = rois.copy()
         rois[0, 3:] = rois[0, 1:3] - 1
         case = Case(case.id, (data / np.float32(3), rois, offsets), case.attributes)
-        got, want = check.kernel_outputs(UNIT, case)[0], check.openvino_outputs(UNIT, case)[0]
+        got, want = check.kernel_outputs(UNIT, case)[0], check.openvino_outputs(UNIT, case, static=True)[0]
         if not np.array_equal(got, want):
             differing += 1
             assert divergence.predicate(_by_port(case), UNIT.newest.attribute_values(case.attributes)), case.id
@@ -59,15 +52,15 @@ def test_cpu_differences_are_the_declared_ones():
 
 @pytest.mark.parametrize("case", [CASES[0], CASES[1]], ids=lambda c: c.id)
 def test_import_session_export(case, tmp_path):
-    check.check_import_and_session(UNIT, case)
-    check.check_export(UNIT, case, tmp_path)
+    check.check_import_and_session(UNIT, case, static=True)
+    check.check_export(UNIT, case, tmp_path, static=True)
 
 
 @pytest.mark.parametrize("case", [CASES[2], CASES[3]], ids=lambda c: c.id)
 def test_schema_reference(case):
     """(onnx_bridge.backends.openvino compiles for dynamic shapes, which the CPU plugin has no
     implementation of for this op, as for PSROIPooling.)"""
-    check.check_reference_and_schema(UNIT, case)
+    check.check_reference_and_schema(UNIT, case, static=True)
 
 
 def test_negative_batch_id_skips_the_roi():
@@ -77,7 +70,7 @@ def test_negative_batch_id_skips_the_roi():
     got = check.kernel_outputs(UNIT, example)[0]
     np.testing.assert_array_equal(got[0], 0)
     assert (got[1] != 0).any()
-    assert not (check.openvino_outputs(UNIT, example)[0] != 0).any()
+    assert not (check.openvino_outputs(UNIT, example, static=True)[0] != 0).any()
     data, rois, _ = example.inputs
     with pytest.raises(OpError, match="below -1"):
         UNIT.openvino.refuse({"input": data, "coords": rois - np.asarray([[1, 0, 0, 0, 0]], np.float32),
@@ -94,7 +87,7 @@ def test_f64_is_computed_in_f64():
         wide = Case(case.id, (data.astype(np.float64) / 3, rois.astype(np.float64),
                               None if offsets is None else offsets.astype(np.float64)), case.attributes)
         assert divergence.predicate(_by_port(wide), UNIT.newest.attribute_values(case.attributes))
-        got, want = check.kernel_outputs(UNIT, wide)[0], check.openvino_outputs(UNIT, wide)[0]
+        got, want = check.kernel_outputs(UNIT, wide)[0], check.openvino_outputs(UNIT, wide, static=True)[0]
         assert got.dtype == want.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
         differing += not np.array_equal(got, want)

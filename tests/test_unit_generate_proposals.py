@@ -29,10 +29,7 @@ def test_kernel_matches_openvino_on_many_cases():
                                        and c.inputs[0].shape[0] > 1) for kind in ("i32", "i64")]
                          + [check.first_of_type(UNIT, np.float16)], ids=lambda c: c.id)
 def test_import_session_export_backend(case, tmp_path):
-    check.check_import_and_session(UNIT, case)
-    check.check_export(UNIT, case, tmp_path)
-    check.check_backend(UNIT, case)
-    check.check_reference_and_schema(UNIT, case)
+    check.check_end_to_end(UNIT, case, tmp_path)
 
 
 def test_small_boxes_left_out_not_zeroed():

@@ -45,10 +45,7 @@ def test_kernel_matches_openvino_on_many_cases():
 
 @pytest.mark.parametrize("case", [c for c in CASES if not _applies(c)][:3], ids=lambda c: c.id)
 def test_rule_imports_the_unit(case, tmp_path):
-    check.check_import_and_session(UNIT, case)
-    check.check_export(UNIT, case, tmp_path)
-    check.check_backend(UNIT, case)
-    check.check_reference_and_schema(UNIT, case)
+    check.check_end_to_end(UNIT, case, tmp_path)
 
 
 def test_constant_sigma_zero_stays_standard():

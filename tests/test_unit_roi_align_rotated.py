@@ -9,7 +9,6 @@ import pytest
 import custom_ops
 from custom_ops.unit import Case
 from tests.helpers import units as check
-from tests.test_dialect_detection import _static_dialect_model, _static_model
 
 pytestmark = pytest.mark.openvino
 
@@ -17,31 +16,20 @@ UNIT = custom_ops.unit_of("ROIAlignRotated")
 CASES = check.cases(UNIT)
 
 
-@pytest.fixture(autouse=True)
-def static_oracle(monkeypatch):
-    monkeypatch.setattr(check, "openvino_model", _static_model)
-    monkeypatch.setattr(check, "dialect_model", _static_dialect_model)
-
-
 def test_kernel_matches_openvino_on_many_cases():
-    count = 0
-    for seed in range(3):
-        for case in check.cases(UNIT, seed):
-            check.check_kernel_against_openvino(UNIT, case)
-            count += 1
-    assert count >= 100
+    assert check.check_generated_cases(UNIT, seeds=range(3), static=True) >= 100
 
 
 @pytest.mark.parametrize("case", [CASES[0], CASES[4], CASES[9]], ids=lambda c: c.id)
 def test_import_session_export(case, tmp_path):
-    check.check_import_and_session(UNIT, case)
-    check.check_export(UNIT, case, tmp_path)
+    check.check_import_and_session(UNIT, case, static=True)
+    check.check_export(UNIT, case, tmp_path, static=True)
 
 
 @pytest.mark.parametrize("case", CASES[3:5], ids=lambda c: c.id)
 def test_backend_schema_reference(case):
-    check.check_backend(UNIT, case)
-    check.check_reference_and_schema(UNIT, case)
+    check.check_backend(UNIT, case, static=True)
+    check.check_reference_and_schema(UNIT, case, static=True)
 
 
 def test_rotation_direction_and_axis_aligned_box():
@@ -60,7 +48,7 @@ def test_rotation_direction_and_axis_aligned_box():
     for clockwise in (0, 1):
         case = Case("q", (data, np.asarray([[3, 3, 4, 2, np.pi / 2]], np.float32), one),
                     dict(base, clockwise_mode=clockwise))
-        check.check_kernel_against_openvino(UNIT, case)
+        check.check_kernel_against_openvino(UNIT, case, static=True)
         turns[clockwise] = check.kernel_outputs(UNIT, case)[0]
     np.testing.assert_allclose(turns[0], turns[1][:, :, ::-1, ::-1], atol=1e-5)
     assert not np.allclose(turns[0], turns[1])
@@ -75,7 +63,7 @@ def test_f64_is_computed_in_f64():
         data, rois, indices = case.inputs
         wide = Case(case.id, (data.astype(np.float64), rois.astype(np.float64), indices), case.attributes)
         assert divergence.predicate({"input": wide.inputs[0]}, case.attributes)
-        got, want = check.kernel_outputs(UNIT, wide)[0], check.openvino_outputs(UNIT, wide)[0]
+        got, want = check.kernel_outputs(UNIT, wide)[0], check.openvino_outputs(UNIT, wide, static=True)[0]
         assert got.dtype == want.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got, check.kernel_outputs(UNIT, case)[0], rtol=1e-5, atol=1e-5)
@@ -91,7 +79,7 @@ def test_negative_and_zero_extents():
     base = {"pooled_h": 2, "pooled_w": 2, "spatial_scale": 1.0, "clockwise_mode": 1}
     mirrored = Case("mirrored", (data, np.asarray([[3, 3, -4, 2, 0.5]], np.float32), one),
                     dict(base, sampling_ratio=2))
-    check.check_kernel_against_openvino(UNIT, mirrored)
+    check.check_kernel_against_openvino(UNIT, mirrored, static=True)
     empty = Case("empty", (data, np.asarray([[3, 3, 0, 2, 0.5]], np.float32), one), dict(base, sampling_ratio=0))
-    check.check_kernel_against_openvino(UNIT, empty)
+    check.check_kernel_against_openvino(UNIT, empty, static=True)
     np.testing.assert_array_equal(check.kernel_outputs(UNIT, empty)[0], 0)

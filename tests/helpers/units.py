@@ -177,7 +177,7 @@ def check_end_to_end(unit, case, tmp_path, tolerance=None, *, static: bool = Fal
     check_import_and_session(unit, case, tolerance, static)
     check_export(unit, case, tmp_path, tolerance, static)
     if backend:
-        check_backend(unit, case, tolerance)
+        check_backend(unit, case, tolerance, static)
     if reference:
         check_reference_and_schema(unit, case, static)
 
@@ -210,11 +210,12 @@ def check_export(unit, case, tmp_path, tolerance=None, static: bool = False) -> 
                 f"{unit.op_type} {case.id} (exported)", tolerance)
 
 
-def check_backend(unit, case, tolerance=None) -> None:
-    """onnx_bridge.backends.openvino.run builds the op from the unit and equals OpenVINO."""
+def check_backend(unit, case, tolerance=None, static: bool = False) -> None:
+    """onnx_bridge.backends.openvino.run builds the op from the unit and equals OpenVINO (the oracle on the
+    case's shapes with `static`)."""
     from onnx_bridge.backends import openvino as backend
     got = backend.run(unit.op_type, list(case.inputs), case.attributes)
-    assert_same(got, openvino_outputs(unit, case), f"{unit.op_type} {case.id} (backend)", tolerance)
+    assert_same(got, _shaped(openvino_outputs, unit, case, static), f"{unit.op_type} {case.id} (backend)", tolerance)
 
 
 def check_reference_and_schema(unit, case, static: bool = False) -> None:

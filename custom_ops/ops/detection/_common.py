@@ -1,12 +1,16 @@
-"""Pieces the detection units share: attribute declarations, output type inference, OpenVINO node building."""
+"""Pieces the detection units share: attribute declarations, output type inference, OpenVINO node building, the
+ROI align ops' input checks and sample clamping, benchmark boxes."""
 from __future__ import annotations
 
 import numpy as np
 
+from custom_ops import _checks as check
 from custom_ops._types import NUMPY_TO_ONNX
+from custom_ops.errors import OpError
 from custom_ops.unit import Attribute, AttributeMap
 
 F32 = (np.dtype(np.float32),)
+INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 FLOAT = NUMPY_TO_ONNX[np.dtype(np.float32)]   # the ONNX element type code
 #: Float element types of the detection ops' tensors (OpenVINO's reference is templated on them).
 FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -52,13 +56,62 @@ def index_pyop_casts(attributes: dict):
     return dict(attributes, output_type="i64"), casts
 
 
+def nms_inputs(op: str, boxes, scores, box_size: int, scalars) -> tuple:
+    """The checked inputs of the [N, M, box_size]-boxes NMS ops: f32 boxes and scores [N, C, M], and the scalar
+    inputs `scalars` ((name, value, kinds), ...; kinds: numpy dtype kinds) as a dict of Python numbers."""
+    boxes, scores = check.as_array(op, "boxes", boxes), check.as_array(op, "scores", scores)
+    for name, array in (("boxes", boxes), ("scores", scores)):
+        check.data_type(op, name, array, (np.dtype(np.float32),))
+    if boxes.ndim != 3 or boxes.shape[2] != box_size:
+        raise OpError(op, "input 'boxes'", f"must have shape [N, M, {box_size}]", value=boxes.shape)
+    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
+        raise OpError(op, "input 'scores'", "must have shape [N, C, M] (N and M of boxes)", value=scores.shape)
+    values = {}
+    for name, value, kinds in scalars:
+        value = check.as_array(op, name, value)
+        if value.size != 1 or value.ndim > 1 or value.dtype.kind not in kinds:
+            raise OpError(op, f"input '{name}'", "must be a one-element " + ("integer" if kinds == "iu" else "float")
+                          + " tensor", value=f"{value.dtype}{list(value.shape)}")
+        values[name] = value.reshape(()).item()
+    return boxes, scores, values
+
+
+def attribute_value(ctx, name: str, default=None):
+    """ONNX inference: the node's attribute `name` (`default` when absent)."""
+    from onnx import helper
+    proto = ctx.get_attribute(name)
+    return helper.get_attribute_value(proto) if proto is not None else default
+
+
+def index_type_code(ctx, name: str) -> int:
+    """ONNX inference: the element type code an index-type attribute ("i32" / "i64", default i64) names."""
+    from onnx import TensorProto
+    value = attribute_value(ctx, name, b"i64")
+    return TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+
+
+def selected_pyop_casts(attributes: dict):
+    """NMS ops with selected_indices [?, 3] and valid_outputs outputs (0 and 2) in output_type: the PyOp computes
+    them int64; an asked i32 is a Cast after it."""
+    casts = {0: np.dtype(np.int32), 2: np.dtype(np.int32)} if attributes["output_type"] == "i32" else {}
+    return dict(attributes, output_type="i64"), casts
+
+
+def selected_infer(ctx) -> None:
+    """Shape inference of those ops: selected_indices [?, 3] in output_type, selected_scores [?, 3] f32,
+    valid_outputs [1] in output_type."""
+    from onnx import TensorProto, helper
+    code = index_type_code(ctx, "output_type")
+    ctx.set_output_type(0, helper.make_tensor_type_proto(code, [None, 3]))
+    ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.FLOAT, [None, 3]))
+    ctx.set_output_type(2, helper.make_tensor_type_proto(code, [1]))
+
+
 def nms_infer(ctx, boxes_like_input: bool) -> None:
     """Shape inference of the NMS ops: selected [?, 6] (f32, or the boxes' type), indices [?, 1] and
     counts [?] in output_type."""
     from onnx import TensorProto, helper
-    proto = ctx.get_attribute("output_type")
-    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
-    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+    code = index_type_code(ctx, "output_type")
     known = ctx.get_input_type(0) if boxes_like_input else None
     elem = known.tensor_type.elem_type if known is not None else TensorProto.FLOAT
     if known is not None or not boxes_like_input:
@@ -67,15 +120,15 @@ def nms_infer(ctx, boxes_like_input: bool) -> None:
     ctx.set_output_type(2, helper.make_tensor_type_proto(code, [None]))
 
 
-def nms_factory(opset: str, type_name: str):
-    """The native node factory of the [N, M, 4]-boxes NMS ops: the CPU plugin needs the box dimension static,
-    so a box input whose last dim is dynamic gets a Reshape to [N, M, 4] stating it."""
+def nms_factory(opset: str, type_name: str, box_size: int = 4):
+    """The native node factory of the [N, M, box_size]-boxes NMS ops: the CPU plugin needs the box dimension
+    static, so a box input whose last dim is dynamic gets a Reshape to [N, M, box_size] stating it."""
     def factory(ov, inputs, attributes):
         from openvino.utils.node_factory import NodeFactory
         used = [i.output(0) if hasattr(i, "output") else i for i in inputs if i is not None]
         shape = used[0].get_partial_shape()
         if shape.rank.is_static and shape[-1].is_dynamic:
-            used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 4], np.int64)), True).output(0)
+            used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, box_size], np.int64)), True).output(0)
         return NodeFactory(opset).create(type_name, used, attributes)
     return factory
 
@@ -118,3 +171,69 @@ def greedy_nms(count: int, suppresses, limit: int | None = None, block: int = 64
                     break
                 alive[row + 1:] &= ~inner[row, row + 1:]
     return np.asarray(kept, np.int64)
+
+
+def same_type_arrays(op: str, named: tuple, types) -> list:
+    """`named` ((input name, value), ...) as arrays: the first of one of `types`, the others of its element
+    type."""
+    arrays = [check.as_array(op, name, value) for name, value in named]
+    first = named[0][0]
+    check.data_type(op, first, arrays[0], types)
+    owner = f"{first}'" if first.endswith("s") else f"{first}'s"
+    for (name, _), array in zip(named[1:], arrays[1:]):
+        if array.dtype != arrays[0].dtype:
+            raise OpError(op, f"input '{name}'", f"element type must equal {owner}", value=str(array.dtype),
+                          allowed=str(arrays[0].dtype))
+    return arrays
+
+
+def roi_align_inputs(op: str, data, rois, batch_indices, types, box_size: int, box_text: str):
+    """The checked inputs of the ROI align ops: a feature map [N, C, H, W] of one of `types`, boxes [R, box_size]
+    of its element type (finite) and batch indices [R] (i32/i64) in [0, N - 1]."""
+    data = check.as_array(op, "input", data)
+    rois = check.as_array(op, "rois", rois)
+    indices = check.as_array(op, "batch_indices", batch_indices)
+    check.data_type(op, "input", data, types)
+    check.data_type(op, "batch_indices", indices, INDEX_TYPES)
+    if rois.dtype != data.dtype:
+        raise OpError(op, "input 'rois'", "element type must equal input's", value=str(rois.dtype),
+                      allowed=str(data.dtype))
+    if data.ndim != 4:
+        raise OpError(op, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
+    if rois.ndim != 2 or rois.shape[1] != box_size:
+        raise OpError(op, "input 'rois'", f"must have shape {box_text}", value=rois.shape)
+    if indices.shape != rois.shape[:1]:
+        raise OpError(op, "input 'batch_indices'", "must be 1-D of size R", value=indices.shape,
+                      allowed=rois.shape[:1])
+    if indices.size and (indices.min() < 0 or indices.max() >= data.shape[0]):
+        bad = indices[(indices < 0) | (indices >= data.shape[0])][0]
+        raise OpError(op, "input 'batch_indices'", "out of range", value=int(bad), allowed=f"[0, {data.shape[0] - 1}]")
+    return data, rois, indices
+
+
+def roi_align_attributes(op: str, rois, pooled_h, pooled_w, sampling_ratio) -> None:
+    """pooled_h, pooled_w >= 1, sampling_ratio >= 0, finite boxes."""
+    for name, value in (("pooled_h", pooled_h), ("pooled_w", pooled_w)):
+        if int(value) < 1:
+            raise OpError(op, f"attribute '{name}'", "must be positive", value=int(value), allowed=">= 1")
+    if int(sampling_ratio) < 0:
+        raise OpError(op, "attribute 'sampling_ratio'", "must not be negative", value=int(sampling_ratio))
+    if not np.isfinite(rois).all():
+        raise OpError(op, "input 'rois'", "must be finite", value="inf/nan")
+
+
+def clamp_sample(position, size: int):
+    """A sample coordinate inside [-1, size] -> (low, high, position) of one axis, clamped to the map as the
+    ROI align references do."""
+    position = np.maximum(position, 0)
+    low = np.floor(position).astype(np.int64)
+    last = low >= size - 1
+    low = np.where(last, size - 1, low)
+    return low, np.where(last, low, low + 1), np.where(last, low.astype(position.dtype), position)
+
+
+def image_boxes(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Benchmark boxes [count, 4] (x1, y1, x2, y2, float64) uniform over an 800 x 600 image."""
+    corners = rng.uniform(0, 1, (count, 4)) * np.array([800, 600, 800, 600])
+    return np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                           np.maximum(corners[:, :2], corners[:, 2:])], axis=1)

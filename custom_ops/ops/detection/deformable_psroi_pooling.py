@@ -21,7 +21,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
 from ._common import maps, native, output_type
-from .roi_pooling import round_half_away
+from .roi_pooling import feature_map_and_boxes, round_half_away
 
 OP = "DeformablePSROIPooling"
 TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -30,15 +30,7 @@ F32 = np.float32
 
 
 def _validate(data, rois, offsets, output_dim, group_size, spatial_bins_x, spatial_bins_y, part_size, mode):
-    data, rois = check.as_array(OP, "input", data), check.as_array(OP, "coords", rois)
-    check.data_type(OP, "input", data, TYPES)
-    if rois.dtype != data.dtype:
-        raise OpError(OP, "input 'coords'", "element type must equal input's", value=str(rois.dtype),
-                      allowed=str(data.dtype))
-    if data.ndim != 4:
-        raise OpError(OP, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
-    if rois.ndim != 2 or rois.shape[1] != 5:
-        raise OpError(OP, "input 'coords'", "must have shape [R, 5]", value=rois.shape)
+    data, rois = feature_map_and_boxes(OP, data, rois, TYPES)
     check.choice(OP, "mode", mode, MODES)
     for name, value in (("output_dim", output_dim), ("group_size", group_size), ("spatial_bins_x", spatial_bins_x),
                         ("spatial_bins_y", spatial_bins_y), ("part_size", part_size)):

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from ._common import flag, native
+from ._common import attribute_value, flag, native, same_type_arrays
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "ExperimentalDetectronDetectionOutput"
@@ -33,14 +32,8 @@ F32 = np.float32
 
 
 def validate(rois, deltas, scores, im_info, a):
-    arrays = [check.as_array(OP, n, v) for n, v in
-              (("rois", rois), ("deltas", deltas), ("scores", scores), ("im_info", im_info))]
-    boxes, dlt, scr, info = arrays
-    check.data_type(OP, "rois", boxes, TYPES)
-    for name, array in zip(("deltas", "scores", "im_info"), arrays[1:]):
-        if array.dtype != boxes.dtype:
-            raise OpError(OP, f"input '{name}'", "element type must equal rois'", value=str(array.dtype),
-                          allowed=str(boxes.dtype))
+    boxes, dlt, scr, info = same_type_arrays(
+        OP, (("rois", rois), ("deltas", deltas), ("scores", scores), ("im_info", im_info)), TYPES)
     classes = int(a["num_classes"])
     if classes < 1:
         raise OpError(OP, "attribute 'num_classes'", "must be positive", value=classes, allowed=">= 1")
@@ -159,8 +152,7 @@ def _kernel_v6(rois, deltas, scores, im_info, **attributes):
 def _infer(ctx) -> None:
     from onnx import TensorProto, helper
     code = ctx.get_input_type(0).tensor_type.elem_type
-    proto = ctx.get_attribute("max_detections_per_image")
-    rows = helper.get_attribute_value(proto) if proto is not None else None
+    rows = attribute_value(ctx, "max_detections_per_image")
     ctx.set_output_type(0, helper.make_tensor_type_proto(code, [rows, 4]))
     ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.INT32, [rows]))
     ctx.set_output_type(2, helper.make_tensor_type_proto(code, [rows]))

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
 from .._libm import expf_differs
-from ._common import native
+from ._common import attribute_value, native, same_type_arrays
 
 OP = "ExperimentalDetectronGenerateProposalsSingleImage"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -32,14 +31,8 @@ MAX_DELTA_LOG_WH = F32(np.log(1000.0 / 16.0))
 
 
 def validate(im_info, anchors, deltas, scores, attributes):
-    arrays = [check.as_array(OP, n, v) for n, v in
-              (("im_info", im_info), ("anchors", anchors), ("deltas", deltas), ("scores", scores))]
-    info, anc, dlt, scr = arrays
-    check.data_type(OP, "im_info", info, TYPES)
-    for name, array in zip(("anchors", "deltas", "scores"), arrays[1:]):
-        if array.dtype != info.dtype:
-            raise OpError(OP, f"input '{name}'", "element type must equal im_info's", value=str(array.dtype),
-                          allowed=str(info.dtype))
+    info, anc, dlt, scr = same_type_arrays(
+        OP, (("im_info", im_info), ("anchors", anchors), ("deltas", deltas), ("scores", scores)), TYPES)
     if info.shape != (3,):
         raise OpError(OP, "input 'im_info'", "must have shape [3] (height, width, scale)", value=info.shape)
     if scr.ndim != 3:
@@ -153,8 +146,7 @@ def _kernel_v6(im_info, anchors, deltas, scores, **attributes):
 def _infer(ctx) -> None:
     from onnx import helper
     code = ctx.get_input_type(0).tensor_type.elem_type
-    proto = ctx.get_attribute("post_nms_count")
-    post = helper.get_attribute_value(proto) if proto is not None else None
+    post = attribute_value(ctx, "post_nms_count")
     ctx.set_output_type(0, helper.make_tensor_type_proto(code, [post, 4]))
     ctx.set_output_type(1, helper.make_tensor_type_proto(code, [post]))
 

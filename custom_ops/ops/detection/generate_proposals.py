@@ -16,7 +16,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from ._common import flag, native
+from ._common import flag, index_type_code, native, same_type_arrays
 from .experimental_detectron_generate_proposals_single_image import (EXPF_LOW, F32, expf_divergence, make_inputs, nms,
                                                                      refine_anchors)
 
@@ -26,14 +26,8 @@ ROI_NUM_TYPES = ("i32", "i64")
 
 
 def validate(im_info, anchors, deltas, scores, a):
-    arrays = [check.as_array(OP, n, v) for n, v in
-              (("im_info", im_info), ("anchors", anchors), ("deltas", deltas), ("scores", scores))]
-    info, anc, dlt, scr = arrays
-    check.data_type(OP, "im_info", info, TYPES)
-    for name, array in zip(("anchors", "deltas", "scores"), arrays[1:]):
-        if array.dtype != info.dtype:
-            raise OpError(OP, f"input '{name}'", "element type must equal im_info's", value=str(array.dtype),
-                          allowed=str(info.dtype))
+    info, anc, dlt, scr = same_type_arrays(
+        OP, (("im_info", im_info), ("anchors", anchors), ("deltas", deltas), ("scores", scores)), TYPES)
     if scr.ndim != 4:
         raise OpError(OP, "input 'scores'", "must have shape [N, A, H, W]", value=scr.shape)
     n, count, height, width = scr.shape
@@ -85,11 +79,9 @@ def _kernel_v9(im_info, anchors, deltas, scores, **attributes):
 
 
 def _infer(ctx) -> None:
-    from onnx import TensorProto, helper
+    from onnx import helper
     code = ctx.get_input_type(0).tensor_type.elem_type
-    proto = ctx.get_attribute("roi_num_type")
-    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
-    count = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
+    count = index_type_code(ctx, "roi_num_type")
     ctx.set_output_type(0, helper.make_tensor_type_proto(code, [None, 4]))
     ctx.set_output_type(1, helper.make_tensor_type_proto(code, [None]))
     ctx.set_output_type(2, helper.make_tensor_type_proto(count, [None]))

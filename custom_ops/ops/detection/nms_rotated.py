@@ -23,7 +23,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpenVINO,
                              OpSpec, Port)
 
-from ._common import greedy_nms
+from ._common import greedy_nms, nms_factory, nms_inputs, selected_infer, selected_pyop_casts
 
 OP = "NMSRotated"
 F = np.float32
@@ -162,21 +162,9 @@ def _suppresses(corners, areas, iou_threshold):
 
 def nms_rotated(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, sort_result_descending=1,
                 output_type="i64", clockwise=1):
-    boxes, scores = check.as_array(OP, "boxes", boxes), check.as_array(OP, "scores", scores)
-    for name, array in (("boxes", boxes), ("scores", scores)):
-        check.data_type(OP, name, array, (np.dtype(np.float32),))
-    if boxes.ndim != 3 or boxes.shape[2] != 5:
-        raise OpError(OP, "input 'boxes'", "must have shape [N, M, 5]", value=boxes.shape)
-    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
-        raise OpError(OP, "input 'scores'", "must have shape [N, C, M] (N and M of boxes)", value=scores.shape)
-    scalars = {}
-    for name, value, kinds in (("max_output_boxes_per_class", max_output_boxes_per_class, "iu"),
-                               ("iou_threshold", iou_threshold, "f"), ("score_threshold", score_threshold, "f")):
-        value = check.as_array(OP, name, value)
-        if value.size != 1 or value.ndim > 1 or value.dtype.kind not in kinds:
-            raise OpError(OP, f"input '{name}'", "must be a one-element " + ("integer" if kinds == "iu" else "float")
-                          + " tensor", value=f"{value.dtype}{list(value.shape)}")
-        scalars[name] = value.reshape(()).item()
+    boxes, scores, scalars = nms_inputs(OP, boxes, scores, 5, (
+        ("max_output_boxes_per_class", max_output_boxes_per_class, "iu"), ("iou_threshold", iou_threshold, "f"),
+        ("score_threshold", score_threshold, "f")))
     limit = max(int(scalars["max_output_boxes_per_class"]), 0)
     iou_t, score_t = F(scalars["iou_threshold"]), F(scalars["score_threshold"])
     output_type = check.choice(OP, "output_type", output_type, ("i64", "i32"))
@@ -239,30 +227,6 @@ def bad_cases() -> list:
     ]
 
 
-def _pyop_casts(attributes: dict):
-    casts = {0: np.dtype(np.int32), 2: np.dtype(np.int32)} if attributes["output_type"] == "i32" else {}
-    return dict(attributes, output_type="i64"), casts
-
-
-def _infer(ctx) -> None:
-    from onnx import TensorProto, helper
-    proto = ctx.get_attribute("output_type")
-    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
-    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
-    ctx.set_output_type(0, helper.make_tensor_type_proto(code, [None, 3]))
-    ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.FLOAT, [None, 3]))
-    ctx.set_output_type(2, helper.make_tensor_type_proto(code, [1]))
-
-
-def _factory(ov, inputs, a):
-    from openvino.utils.node_factory import NodeFactory
-    used = [i.output(0) if hasattr(i, "output") else i for i in inputs]
-    if used[0].get_partial_shape().rank.is_static and used[0].get_partial_shape()[-1].is_dynamic:
-        # the CPU plugin needs the box dimension static: a Reshape to [N, M, 5] states it
-        used[0] = ov.opset1.reshape(used[0], ov.op.Constant(np.array([0, 0, 5], np.int64)), True).output(0)
-    return NodeFactory("opset13").create("NMSRotated", used, a)
-
-
 def benchmark_cases(mode: str) -> list:
     """M random rotated boxes in a 100 x 100 image, 2 classes, at most 100 kept per class."""
     m = {"full": 300, "quick": 300, "tiny": 12}[mode]
@@ -285,9 +249,9 @@ UNIT = DialectUnit(
                   (Attribute("sort_result_descending", "int", 1, (0, 1)),
                    Attribute("output_type", "string", "i64", ("i64", "i32")), Attribute("clockwise", "int", 1, (0, 1))),
                   {"T": (np.dtype(np.float32),), "I": _INDEX, "O": (np.dtype(np.int64), np.dtype(np.int32))},
-                  _kernel_v13, doc="NMS of rotated boxes per image and class (rotated IoU).", infer=_infer),),
+                  _kernel_v13, doc="NMS of rotated boxes per image and class (rotated IoU).", infer=selected_infer),),
     openvino=OpenVINO(
-        "NMSRotated", versions=(13,), factory=_factory,
+        "NMSRotated", versions=(13,), factory=nms_factory("opset13", "NMSRotated", 5),
         attributes=(AttributeMap("sort_result_descending", "bool"), AttributeMap("output_type", "lower"),
                     AttributeMap("clockwise", "bool")),
         constant_inputs=("max_output_boxes_per_class", "iou_threshold", "score_threshold"),
@@ -298,6 +262,6 @@ UNIT = DialectUnit(
     torch=Absent("torchvision has no rotated NMS"),
     divergences=Absent("none measured on the generated cases (bit-exact)"),
     pyop_outputs=lambda inputs: (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.int64)),
-    pyop_casts=_pyop_casts,
+    pyop_casts=selected_pyop_casts,
     benchmark=Benchmark(benchmark_cases),
 )

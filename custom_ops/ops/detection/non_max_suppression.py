@@ -32,13 +32,11 @@ from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
-from ._common import nms_factory
+from ._common import nms_factory, nms_inputs, selected_infer, selected_pyop_casts
 
 OP = "NonMaxSuppression"
 F = np.float32
 ENCODINGS = ("corner", "center")
-SCALARS = (("max_output_boxes_per_class", "iu"), ("iou_threshold", "f"), ("score_threshold", "f"),
-           ("soft_nms_sigma", "f"))
 
 
 def _corners(boxes: np.ndarray, encoding: str) -> np.ndarray:
@@ -113,21 +111,9 @@ def _soft(boxes, scores, limit, score_t, scale, iou_t=None) -> list:
 
 def non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, soft_nms_sigma,
                         box_encoding="corner", sort_result_descending=1, output_type="i64", soft_iou_suppression=0):
-    boxes, scores = check.as_array(OP, "boxes", boxes), check.as_array(OP, "scores", scores)
-    for name, array in (("boxes", boxes), ("scores", scores)):
-        check.data_type(OP, name, array, (np.dtype(np.float32),))
-    if boxes.ndim != 3 or boxes.shape[2] != 4:
-        raise OpError(OP, "input 'boxes'", "must have shape [N, M, 4]", value=boxes.shape)
-    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
-        raise OpError(OP, "input 'scores'", "must have shape [N, C, M] (N and M of boxes)", value=scores.shape)
-    scalars = {}
-    for (name, kinds), value in zip(SCALARS, (max_output_boxes_per_class, iou_threshold, score_threshold,
-                                              soft_nms_sigma)):
-        value = check.as_array(OP, name, value)
-        if value.size != 1 or value.ndim > 1 or value.dtype.kind not in kinds:
-            raise OpError(OP, f"input '{name}'", "must be a one-element " + ("integer" if kinds == "iu" else "float")
-                          + " tensor", value=f"{value.dtype}{list(value.shape)}")
-        scalars[name] = value.reshape(()).item()
+    boxes, scores, scalars = nms_inputs(OP, boxes, scores, 4, (
+        ("max_output_boxes_per_class", max_output_boxes_per_class, "iu"), ("iou_threshold", iou_threshold, "f"),
+        ("score_threshold", score_threshold, "f"), ("soft_nms_sigma", soft_nms_sigma, "f")))
     encoding = check.choice(OP, "box_encoding", box_encoding, ENCODINGS)
     output_type = check.choice(OP, "output_type", output_type, ("i64", "i32"))
     descending = check.flag(OP, "sort_result_descending", sort_result_descending)
@@ -261,21 +247,6 @@ DIVERGENCES = (
 )
 
 
-def _pyop_casts(attributes: dict):
-    casts = {0: np.dtype(np.int32), 2: np.dtype(np.int32)} if attributes["output_type"] == "i32" else {}
-    return dict(attributes, output_type="i64"), casts
-
-
-def _infer(ctx) -> None:
-    from onnx import TensorProto, helper
-    proto = ctx.get_attribute("output_type")
-    value = helper.get_attribute_value(proto) if proto is not None else b"i64"
-    code = TensorProto.INT32 if (value.decode() if isinstance(value, bytes) else value) == "i32" else TensorProto.INT64
-    ctx.set_output_type(0, helper.make_tensor_type_proto(code, [None, 3]))
-    ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.FLOAT, [None, 3]))
-    ctx.set_output_type(2, helper.make_tensor_type_proto(code, [1]))
-
-
 def _factory(ov, inputs, attributes):
     """NMS-5 for soft_iou_suppression 1, else NMS-9."""
     attributes = dict(attributes)
@@ -295,7 +266,8 @@ UNIT = DialectUnit(
                    Attribute("output_type", "string", "i64", ("i64", "i32")),
                    Attribute("soft_iou_suppression", "int", 0, (0, 1))),
                   {"T": (np.dtype(np.float32),), "I": _INDEX, "O": (np.dtype(np.int64), np.dtype(np.int32))},
-                  _kernel_v9, doc="NMS per image and class, hard or soft (gaussian score decay).", infer=_infer),),
+                  _kernel_v9, doc="NMS per image and class, hard or soft (gaussian score decay).",
+                  infer=selected_infer),),
     openvino=OpenVINO(
         "NonMaxSuppression", versions=(5, 9), factory=_factory, import_rule=False,
         attributes=(AttributeMap("box_encoding", "lower"), AttributeMap("sort_result_descending", "bool"),
@@ -309,6 +281,6 @@ UNIT = DialectUnit(
     torch=Absent("no torch adapter"),
     divergences=DIVERGENCES,
     pyop_outputs=lambda inputs: (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.int64)),
-    pyop_casts=_pyop_casts,
+    pyop_casts=selected_pyop_casts,
     benchmark=Absent("not benchmarked"),
 )

@@ -18,7 +18,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import bool_map, flag, greedy_nms, maps, native
+from ._common import bool_map, flag, greedy_nms, maps, native, same_type_arrays
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "Proposal"
@@ -56,14 +56,8 @@ def _roundf(x):
 
 
 def validate(class_probs, bbox_deltas, image_shape, a):
-    arrays = [check.as_array(OP, n, v) for n, v in
-              (("class_probs", class_probs), ("bbox_deltas", bbox_deltas), ("image_shape", image_shape))]
-    probs, deltas, image = arrays
-    check.data_type(OP, "class_probs", probs, TYPES)
-    for name, array in (("bbox_deltas", deltas), ("image_shape", image)):
-        if array.dtype != probs.dtype:
-            raise OpError(OP, f"input '{name}'", "element type must equal class_probs'", value=str(array.dtype),
-                          allowed=str(probs.dtype))
+    probs, deltas, image = same_type_arrays(
+        OP, (("class_probs", class_probs), ("bbox_deltas", bbox_deltas), ("image_shape", image_shape)), TYPES)
     if probs.ndim != 4 or probs.shape[1] % 2:
         raise OpError(OP, "input 'class_probs'", "must have shape [N, 2A, H, W]", value=probs.shape)
     n, two_a, h, w = probs.shape

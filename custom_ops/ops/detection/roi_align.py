@@ -16,16 +16,15 @@ from __future__ import annotations
 import numpy as np
 
 from custom_ops import _checks as check
-from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit,
                              Divergence, OpenVINO, OpSpec, Port)
 
-from ._common import FLOATS, output_type
+from ._common import (INDEX_TYPES, FLOATS, clamp_sample, image_boxes, output_type, roi_align_attributes,
+                      roi_align_inputs)
 
 OP = "ROIAlign"
 MODES = ("avg", "max")
 ALIGNED = {"asymmetric": (0.0, 0.0), "half_pixel_for_nn": (0.0, -0.5), "half_pixel": (0.5, -0.5)}
-INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 def _axis(T, start, bin_size, pooled: int, count: int, size: int):
@@ -34,43 +33,15 @@ def _axis(T, start, bin_size, pooled: int, count: int, size: int):
     samples = (np.arange(count, dtype=T) + T(0.5))[None, :]
     position = start + bins * bin_size + (bin_size / T(count)) * samples         # [pooled, count]
     outside = (position < T(-1)) | (position > T(size))
-    position = np.maximum(position, T(0))
-    low = np.floor(position).astype(np.int64)
-    last = low >= size - 1
-    low = np.where(last, size - 1, low)
-    position = np.where(last, low.astype(T), position)
-    high = np.where(last, low, low + 1)
+    low, high, position = clamp_sample(position, size)
     frac = position - low.astype(T)
     return low, high, T(1) - frac, frac, outside
 
 
 def roi_align(data, rois, batch_indices, pooled_h, pooled_w, sampling_ratio, spatial_scale, mode="avg",
               aligned_mode="asymmetric"):
-    data = check.as_array(OP, "input", data)
-    rois = check.as_array(OP, "rois", rois)
-    indices = check.as_array(OP, "batch_indices", batch_indices)
-    check.data_type(OP, "input", data, FLOATS)
-    check.data_type(OP, "batch_indices", indices, INDEX_TYPES)
-    if rois.dtype != data.dtype:
-        raise OpError(OP, "input 'rois'", "element type must equal input's", value=str(rois.dtype),
-                      allowed=str(data.dtype))
-    if data.ndim != 4:
-        raise OpError(OP, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
-    if rois.ndim != 2 or rois.shape[1] != 4:
-        raise OpError(OP, "input 'rois'", "must have shape [R, 4]", value=rois.shape)
-    if indices.shape != rois.shape[:1]:
-        raise OpError(OP, "input 'batch_indices'", "must be 1-D of size R", value=indices.shape,
-                      allowed=rois.shape[:1])
-    if indices.size and (indices.min() < 0 or indices.max() >= data.shape[0]):
-        bad = indices[(indices < 0) | (indices >= data.shape[0])][0]
-        raise OpError(OP, "input 'batch_indices'", "out of range", value=int(bad), allowed=f"[0, {data.shape[0] - 1}]")
-    for name, value in (("pooled_h", pooled_h), ("pooled_w", pooled_w)):
-        if int(value) < 1:
-            raise OpError(OP, f"attribute '{name}'", "must be positive", value=int(value), allowed=">= 1")
-    if int(sampling_ratio) < 0:
-        raise OpError(OP, "attribute 'sampling_ratio'", "must not be negative", value=int(sampling_ratio))
-    if not np.isfinite(rois).all():
-        raise OpError(OP, "input 'rois'", "must be finite", value="inf/nan")
+    data, rois, indices = roi_align_inputs(OP, data, rois, batch_indices, FLOATS, 4, "[R, 4]")
+    roi_align_attributes(OP, rois, pooled_h, pooled_w, sampling_ratio)
     mode = check.choice(OP, "mode", mode, MODES)
     offset_src, offset_dst = ALIGNED[check.choice(OP, "aligned_mode", aligned_mode, tuple(ALIGNED))]
     out = np.zeros((rois.shape[0], data.shape[1], int(pooled_h), int(pooled_w)), data.dtype)
@@ -277,9 +248,7 @@ def benchmark_cases(mode: str) -> list:
     channels, rois = {"full": (64, 100), "quick": (64, 100), "tiny": (2, 3)}[mode]
 
     def inputs(rng):
-        corners = rng.uniform(0, 1, (rois, 4)) * np.array([800, 600, 800, 600])
-        corners = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
-                                  np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+        corners = image_boxes(rng, rois)
         return {"input": rng.standard_normal((1, channels, 38, 50)).astype(np.float32),
                 "rois": corners.astype(np.float32), "batch_indices": np.zeros(rois, np.int32)}
     return [BenchmarkCase(f"roi-align-{rois}", f"avg 7x7, sampling 2: {rois} rois over 1x{channels}x38x50", inputs,

@@ -13,44 +13,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
-from ._common import flag, output_type
+from ._common import INDEX_TYPES, clamp_sample, flag, output_type, roi_align_attributes, roi_align_inputs
 
 OP = "ROIAlignRotated"
 TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 F32 = np.float32
 
 
 def _validate(data, rois, batch_indices, pooled_h, pooled_w, sampling_ratio):
-    data = check.as_array(OP, "input", data)
-    rois = check.as_array(OP, "rois", rois)
-    indices = check.as_array(OP, "batch_indices", batch_indices)
-    check.data_type(OP, "input", data, TYPES)
-    check.data_type(OP, "batch_indices", indices, INDEX_TYPES)
-    if rois.dtype != data.dtype:
-        raise OpError(OP, "input 'rois'", "element type must equal input's", value=str(rois.dtype),
-                      allowed=str(data.dtype))
-    if data.ndim != 4:
-        raise OpError(OP, "input 'input'", "must have rank 4 [N, C, H, W]", value=data.shape)
-    if rois.ndim != 2 or rois.shape[1] != 5:
-        raise OpError(OP, "input 'rois'", "must have shape [R, 5] (cx, cy, w, h, angle)", value=rois.shape)
-    if indices.shape != rois.shape[:1]:
-        raise OpError(OP, "input 'batch_indices'", "must be 1-D of size R", value=indices.shape,
-                      allowed=rois.shape[:1])
-    if indices.size and (indices.min() < 0 or indices.max() >= data.shape[0]):
-        bad = indices[(indices < 0) | (indices >= data.shape[0])][0]
-        raise OpError(OP, "input 'batch_indices'", "out of range", value=int(bad), allowed=f"[0, {data.shape[0] - 1}]")
-    for name, value in (("pooled_h", pooled_h), ("pooled_w", pooled_w)):
-        if int(value) < 1:
-            raise OpError(OP, f"attribute '{name}'", "must be positive", value=int(value), allowed=">= 1")
-    if int(sampling_ratio) < 0:
-        raise OpError(OP, "attribute 'sampling_ratio'", "must not be negative", value=int(sampling_ratio))
-    if not np.isfinite(rois).all():
-        raise OpError(OP, "input 'rois'", "must be finite", value="inf/nan")
+    data, rois, indices = roi_align_inputs(OP, data, rois, batch_indices, TYPES, 5, "[R, 5] (cx, cy, w, h, angle)")
+    roi_align_attributes(OP, rois, pooled_h, pooled_w, sampling_ratio)
     if rois.shape[0] and 0 in data.shape[2:]:
         raise OpError(OP, "input 'input'", "an empty feature map has nothing to sample", value=data.shape,
                       allowed="H, W >= 1")
@@ -66,15 +41,6 @@ def _geometry(rois, spatial_scale, clockwise, T):
     cos = np.cos(angle.astype(np.float64)).astype(F32)      # std::cos in double, kept as float
     sin = np.sin(angle.astype(np.float64)).astype(F32)
     return cx, cy, -width / T(2), -height / T(2), width, height, cos, sin
-
-
-def _corners(position, size: int):
-    """Clamped sample coordinate -> (low, high, position) of one axis (the reference's clamping)."""
-    position = np.maximum(position, 0)
-    low = np.floor(position).astype(np.int64)
-    last = low >= size - 1
-    low = np.where(last, size - 1, low)
-    return low, np.where(last, low, low + 1), np.where(last, low.astype(position.dtype), position)
 
 
 def roi_align_rotated(data, rois, batch_indices, pooled_h, pooled_w, sampling_ratio, spatial_scale,
@@ -106,8 +72,8 @@ def roi_align_rotated(data, rois, batch_indices, pooled_h, pooled_w, sampling_ra
         sample_y = (py * c - px * s + cy).astype(F32).astype(T)   # [ph, pw, count_y, count_x]
         sample_x = (py * s + px * c + cx).astype(F32).astype(T)
         outside = (sample_x < -1) | (sample_x > width) | (sample_y < -1) | (sample_y > height)
-        yl, yh, sample_y = _corners(sample_y, height)
-        xl, xh, sample_x = _corners(sample_x, width)
+        yl, yh, sample_y = clamp_sample(sample_y, height)
+        xl, xh, sample_x = clamp_sample(sample_x, width)
         ly, lx = sample_y - yl.astype(T), sample_x - xl.astype(T)
         hy, hx = T(1) - ly, T(1) - lx
         weights = [np.where(outside, T(0), a * b) for a, b in ((hy, hx), (hy, lx), (ly, hx), (ly, lx))]

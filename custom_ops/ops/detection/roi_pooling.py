@@ -18,7 +18,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import maps, native, output_type
+from ._common import image_boxes, maps, native, output_type
 
 OP = "ROIPooling"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -228,9 +228,7 @@ def benchmark_cases(mode: str) -> list:
     channels, rois = {"full": (64, 100), "quick": (64, 100), "tiny": (2, 3)}[mode]
 
     def inputs(rng):
-        corners = rng.uniform(0, 1, (rois, 4)) * np.array([800, 600, 800, 600])
-        corners = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
-                                  np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+        corners = image_boxes(rng, rois)
         return {"input": rng.standard_normal((1, channels, 38, 50)).astype(np.float32),
                 "coords": np.concatenate([np.zeros((rois, 1)), corners], axis=1).astype(np.float32)}
     return [BenchmarkCase(f"roi-pooling-{rois}", f"max 7x7: {rois} rois over 1x{channels}x38x50", inputs,

@@ -46,8 +46,16 @@ def random_shape(index: int, r: np.random.Generator) -> tuple:
     return tuple(int(d) for d in r.integers(1, 5, index % 4))
 
 
+def input_shape(ctx, index: int = 0):
+    """ONNX inference: input `index`'s shape as a list (unknown dims None; None: unknown rank)."""
+    known = ctx.get_input_type(index).tensor_type
+    if not known.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in known.shape.dim]
+
+
 def case_id(op: str, index: int, shape) -> str:
     return f"{op}_{index}_{'x'.join(map(str, shape)) or 'scalar'}"
 
 
-__all__ = ["STRING", "TEXTS", "case_id", "random_shape", "random_strings", "strings", "text_of"]
+__all__ = ["STRING", "TEXTS", "case_id", "input_shape", "random_shape", "random_strings", "strings", "text_of"]

@@ -14,7 +14,7 @@ from custom_ops import _checks as check
 from custom_ops.errors import OpError
 from custom_ops.unit import Absent, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
-from ._common import STRING, case_id, random_shape, random_strings
+from ._common import STRING, case_id, input_shape, random_shape, random_strings
 from .string_tensor_unpack import string_tensor_unpack
 
 OP = "StringTensorPack"
@@ -68,11 +68,7 @@ def _kernel_v15(begins, ends, symbols):
 
 def _infer(ctx) -> None:
     from onnx import TensorProto, helper
-    known = ctx.get_input_type(0).tensor_type
-    shape = None
-    if known.HasField("shape"):
-        shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in known.shape.dim]
-    ctx.set_output_type(0, helper.make_tensor_type_proto(TensorProto.STRING, shape))
+    ctx.set_output_type(0, helper.make_tensor_type_proto(TensorProto.STRING, input_shape(ctx)))
 
 
 def _factory(ov, inputs, attributes):

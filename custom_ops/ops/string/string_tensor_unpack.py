@@ -12,7 +12,7 @@ import numpy as np
 from custom_ops.errors import OpError
 from custom_ops.unit import Absent, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
-from ._common import STRING, case_id, random_shape, random_strings, strings, text_of
+from ._common import STRING, case_id, input_shape, random_shape, random_strings, strings, text_of
 
 OP = "StringTensorUnpack"
 MAX_BYTES = 2 ** 31 - 1     # begins/ends are i32
@@ -49,10 +49,7 @@ def _kernel_v15(data):
 
 def _infer(ctx) -> None:
     from onnx import TensorProto, helper
-    data = ctx.get_input_type(0).tensor_type
-    shape = None
-    if data.HasField("shape"):
-        shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in data.shape.dim]
+    shape = input_shape(ctx)
     ctx.set_output_type(0, helper.make_tensor_type_proto(TensorProto.INT32, shape))
     ctx.set_output_type(1, helper.make_tensor_type_proto(TensorProto.INT32, shape))
     ctx.set_output_type(2, helper.make_tensor_type_proto(TensorProto.UINT8, [None]))
