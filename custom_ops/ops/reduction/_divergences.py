@@ -1,5 +1,5 @@
 """The divergence rows of the ReduceL2 unit (custom_ops.unit.Divergence), with the measurements behind them
-(research/openvino_observed.md, onnx_ort_observed.md, this project's probes)."""
+(measured on OpenVINO CPU, onnxruntime, the ONNX reference evaluator and torch by this project's probes)."""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,7 @@
 """The divergence rows of the two scatter units (custom_ops.unit.Divergence), with the measurements behind
-them (research/openvino_observed.md, onnx_ort_observed.md, this project's probes): ScatterElementsUpdate's
-in SCATTER_ELEMENTS_UPDATE, ScatterUpdate's in SCATTER_UPDATE, the rows both declare written once."""
+them (measured on OpenVINO CPU, onnxruntime, the ONNX reference evaluator and torch by this project's probes):
+ScatterElementsUpdate's in SCATTER_ELEMENTS_UPDATE, ScatterUpdate's in SCATTER_UPDATE, the rows both declare
+written once."""
 from __future__ import annotations
 
 import math
