@@ -95,16 +95,73 @@ def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
     x0, y0, x1, y1 = corners.T
     h0, h1 = _bins(y0, np.maximum(y1 - y0 + 1, 1), pooled_h, height, t)       # [R, PH]
     w0, w1 = _bins(x0, np.maximum(x1 - x0 + 1, 1), pooled_w, width, t)       # [R, PW]
-    out = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), t)
     lowest = np.finfo(t).min                            # the reference's start value (so -inf bins give it)
-    columns = np.ascontiguousarray(data.transpose(0, 3, 1, 2))                               # [N, W, C, H]
-    for r in range(rois.shape[0]):                      # bins differ per ROI: max over columns, then rows
-        across = np.full((height, pooled_w, channels), lowest, t)                            # [H, PW, C]
-        for j in np.flatnonzero(w1[r] > w0[r]):
-            across[:, j] = np.maximum(columns[ids[r], w0[r, j]:w1[r, j]].max(axis=0), lowest).T
-        for i in np.flatnonzero(h1[r] > h0[r]):
-            out[r, :, i] = across[h0[r, i]:h1[r, i]].max(axis=0).T
-        out[r][:, :, w1[r] <= w0[r]] = 0                                                     # empty bins
+    count = rois.shape[0]
+    if not (count and channels and height and width):
+        return np.zeros((count, channels, pooled_h, pooled_w), t)
+    # Max of each bin from a 2-D sparse table: entry (a, b) holds the maxima of 2^a x 2^b blocks, a bin is
+    # the max of four overlapping blocks of the largest such size (max is exact; only which of equal zeros or
+    # of several NaNs comes out depends on the order, so ROIs with a zero bin beside a -0.0 in the map, or a
+    # NaN bin, are redone bin by bin, columns then rows). The reference starts from the lowest value (a -inf
+    # bin gives it).
+    empty = (h1 <= h0)[:, :, None] | (w1 <= w0)[:, None, :]                                # [R, PH, PW]
+    rows, row_level = _windows(h0, h1, height)
+    cols, col_level = _windows(w0, w1, width)
+    table = _block_maxima(np.ascontiguousarray(data.transpose(2, 3, 0, 1)), int(row_level.max()),
+                          int(col_level.max()))                                             # [A, B, H, W, N, C]
+    flat = table.reshape(-1, channels)
+    base = ((row_level[:, :, None] * table.shape[1] + col_level[:, None, :]) * height * width * data.shape[0]
+            + ids[:, None, None])
+    out = None
+    for y in rows:
+        for x in cols:
+            index = base + (y[:, :, None] * width + x[:, None, :]) * data.shape[0]
+            block = np.take(flat, index, axis=0)                                             # [R, PH, PW, C]
+            out = block if out is None else np.maximum(out, block, out=out)
+    out = np.where(empty[..., None], t.type(0), np.maximum(out, lowest)).transpose(0, 3, 1, 2)
+    zero = (data == 0) & np.signbit(data)
+    redo = np.isnan(out) | (out == 0) if zero.any() else np.isnan(out)
+    for r in np.flatnonzero((redo & ~empty[:, None]).any(axis=(1, 2, 3))):
+        out[r] = _max_in_order(data[ids[r]], h0[r], h1[r], w0[r], w1[r], lowest)
+    return np.ascontiguousarray(out)
+
+
+def _windows(start, end, limit):
+    """The two overlapping power-of-two windows covering [start, end) ([R, B] each) and their level."""
+    length = np.maximum(end - start, 1)
+    level = np.floor(np.log2(length)).astype(np.int64)                  # exact for small integers
+    last = np.minimum(start + length - (1 << level), limit - 1)        # empty windows: any cell
+    return (np.minimum(start, limit - 1), last), level
+
+
+def _block_maxima(values, row_levels, col_levels):
+    """[row_levels + 1, col_levels + 1, H, W, ...]: entry (a, b, y, x) the max of values[y:y + 2^a, x:x + 2^b]
+    (as far as the map reaches)."""
+    table = np.empty((row_levels + 1, col_levels + 1, *values.shape), values.dtype)
+    table[0, 0] = values
+    for b in range(1, col_levels + 1):
+        last, half = table[0, b - 1], 1 << (b - 1)
+        np.maximum(last[:, :-half], last[:, half:], out=table[0, b, :, :-half])
+        table[0, b, :, -half:] = last[:, -half:]
+    for a in range(1, row_levels + 1):
+        last, half = table[a - 1], 1 << (a - 1)
+        np.maximum(last[:, :-half], last[:, half:], out=table[a, :, :-half])
+        table[a, :, -half:] = last[:, -half:]
+    return table
+
+
+def _max_in_order(data, h0, h1, w0, w1, lowest):
+    """[C, PH, PW] bins of one ROI over data [C, H, W]: max over columns, then rows."""
+    t = data.dtype
+    channels, height, _ = data.shape
+    out = np.zeros((channels, h0.shape[0], w0.shape[0]), t)
+    columns = data.transpose(2, 0, 1)                                                      # [W, C, H]
+    across = np.full((height, w0.shape[0], channels), lowest, t)                           # [H, PW, C]
+    for j in np.flatnonzero(w1 > w0):
+        across[:, j] = np.maximum(columns[w0[j]:w1[j]].max(axis=0), lowest).T
+    for i in np.flatnonzero(h1 > h0):
+        out[:, i] = across[h0[i]:h1[i]].max(axis=0).T
+    out[:, :, w1 <= w0] = 0                                                                # empty bins
     return out
 
 
