@@ -101,19 +101,23 @@ def _bin_sums(data, ids, channels, h0, h1, w0, w1):
     a -0.0 one, so the sums are the reference's (-0.0 leads a bin covering the whole map, whose sum is the
     reference's from its first value: -0.0 + x = x)."""
     t = data.dtype
-    _, _, height, width = data.shape
+    _, depth, height, width = data.shape
     h0, w0 = np.maximum(h0, 0), np.maximum(w0, 0)       # a NaN corner's start (the bin reaches from the map's edge)
     rows = h0[:, :, None] + np.arange(max(int((h1 - h0).max(initial=0)), 0))                # [R, G, BH]
     cols = w0[:, :, None] + np.arange(max(int((w1 - w0).max(initial=0)), 0))                # [R, G, BW]
-    inside = (rows < h1[:, :, None])[:, None, :, None, :, None] & (cols < w1[:, :, None])[:, None, None, :, None, :]
-    values = data[ids[:, None, None, None, None, None], channels[None, :, :, :, None, None],
-                  np.minimum(rows, height - 1)[:, None, :, None, :, None],
-                  np.minimum(cols, width - 1)[:, None, None, :, None, :]]               # [R, K, G, G, BH, BW]
-    masked = np.where(inside, values, t.type(0)).reshape(*values.shape[:4], rows.shape[2] * cols.shape[2])
+    # Flat indices of the window cells [BH, BW, R, G, G] (+ the channel plane); a cell outside its bin gets an index past the map,
+    # which take(mode="clip") turns into the zero appended after it.
+    flat = np.append(data.reshape(-1), t.type(0))
+    zero = flat.size - 1
+    row = np.where(rows < h1[:, :, None], np.minimum(rows, height - 1) * width, zero)
+    col = np.where(cols < w1[:, :, None], np.minimum(cols, width - 1), zero)
+    plane = (ids[:, None, None, None] * depth + channels[None]) * (height * width)          # [R, K, G, G]
+    cells = row.transpose(2, 0, 1)[:, None, :, :, None] + col.transpose(2, 0, 1)[None, :, :, None, :]
     whole = (h0 == 0)[:, :, None] & (h1 == height)[:, :, None] & (w0 == 0)[:, None, :] & (w1 == width)[:, None, :]
-    lead = np.where(whole, t.type(-0.0), t.type(0.0))[:, None, :, :, None]                  # [R, 1, G, G, 1]
-    masked = np.concatenate([np.broadcast_to(lead, (*masked.shape[:4], 1)), masked], axis=-1)
-    return np.cumsum(masked, axis=-1, dtype=t)[..., -1]
+    total = np.broadcast_to(np.where(whole, t.type(-0.0), t.type(0.0))[:, None], plane.shape).copy()
+    for cell in cells.reshape(-1, plane.shape[0], 1, *plane.shape[2:]):   # sequential, row by row in each bin
+        total += np.take(flat, plane + cell, mode="clip")
+    return total
 
 
 def inside(point, limit):
