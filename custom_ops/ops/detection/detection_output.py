@@ -140,29 +140,31 @@ def _area(b, t):
     return np.where((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1]), t.type(0), w * h)
 
 
-def _iou(a, b, t):
-    """IoU of every box of a [K, 4] with every box of b [L, 4]: [K, L], as the reference's JaccardOverlap."""
+def _iou(a, b, t, area_a, area_b):
+    """IoU of every box of a [K, 4] with every box of b [L, 4] (their areas [K], [L]): [K, L], as the
+    reference's JaccardOverlap."""
     a, b = a[:, None, :], b[None, :, :]
     apart = (b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3]) | (b[..., 3] < a[..., 1])
     with np.errstate(divide="ignore", invalid="ignore"):
         iw = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0])
         ih = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1])
         inter = iw * ih
-        iou = inter / ((_area(a, t) + _area(b, t)) - inter)
+        iou = inter / ((area_a[:, None] + area_b[None, :]) - inter)
     return np.where(~apart & (iw > 0) & (ih > 0), iou, t.type(0))
 
 
 def _ranked(scores, keep):
     """Indices of `keep` (bool mask) by score descending, index ascending on ties."""
     index = np.flatnonzero(keep)
-    return index[np.lexsort((index, -scores[index].astype(np.float64)))]
+    return index[np.argsort(-scores[index].astype(np.float64), kind="stable")]
 
 
 def _nms(boxes, order, threshold, t):
     """Greedy NMS over the candidates `order` (best first): the kept indices, in order."""
     order = np.asarray(order, np.int64)
     box = boxes[order]
-    kept = greedy_nms(order.size, lambda k, c: _iou(box[k], box[c], t) > threshold)
+    area = _area(box, t)
+    kept = greedy_nms(order.size, lambda k, c: _iou(box[k], box[c], t, area[k], area[c]) > threshold)
     return order[kept].tolist()
 
 
@@ -218,8 +220,8 @@ def detection_output(box_logits, class_preds, proposals, aux_class_preds=None, a
             kept = _mxnet_nms(scores, boxes, a, threshold, nms_threshold, t)
         detections = sum(len(v) for v in kept.values())
         if kt > -1 and detections > kt:
-            labels = np.array([label for label in sorted(kept) for _ in kept[label]], np.int64)
-            index = np.array([k for label in sorted(kept) for k in kept[label]], np.int64)
+            labels = np.repeat(np.array(sorted(kept), np.int64), [len(kept[label]) for label in sorted(kept)])
+            index = np.concatenate([np.asarray(kept[label], np.int64) for label in sorted(kept)])
             best = np.lexsort((index, -scores[index, labels].astype(np.float64)))[:kt]
             kept = {}
             for label, k in zip(labels[best], index[best]):
