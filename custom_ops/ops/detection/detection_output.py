@@ -143,14 +143,13 @@ def _area(b, t):
 def _iou(a, b, t, area_a, area_b):
     """IoU of every box of a [K, 4] with every box of b [L, 4] (their areas [K], [L]): [K, L], as the
     reference's JaccardOverlap."""
-    a, b = a[:, None, :], b[None, :, :]
-    apart = (b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3]) | (b[..., 3] < a[..., 1])
+    a, b = a.T[:, :, None], b.T[:, None, :]                 # (boxes apart give iw or ih < 0: no separate test)
     with np.errstate(divide="ignore", invalid="ignore"):
-        iw = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0])
-        ih = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1])
+        iw = np.minimum(a[2], b[2]) - np.maximum(a[0], b[0])
+        ih = np.minimum(a[3], b[3]) - np.maximum(a[1], b[1])
         inter = iw * ih
         iou = inter / ((area_a[:, None] + area_b[None, :]) - inter)
-    return np.where(~apart & (iw > 0) & (ih > 0), iou, t.type(0))
+    return np.where((iw > 0) & (ih > 0), iou, t.type(0))
 
 
 def _ranked(scores, keep):
