@@ -78,20 +78,24 @@ def _losses(prepared) -> np.ndarray:
         logp[b, :lp.shape[0], :lp.shape[1]], skip[b, :sk.size], stay[b, :st.size] = lp, sk, st
     s = np.arange(width)[None, :]
     rows = np.arange(count)
-    bwd = np.where((s >= sizes[:, None] - 2) & (s < sizes[:, None]), np.float32(0), _NEG).astype(np.float32)
+    last = np.maximum(0, sizes - 2)[:, None]
+    bwd = np.where((s >= last) & (s < sizes[:, None]), np.float32(0), _NEG).astype(np.float32)
+    # the masks and the shifted log-probabilities of every step, once
+    step_one, step_two = s + 1 < sizes[:, None], (s + 2 < sizes[:, None]) & skip
+    logp1 = np.concatenate([logp[:, :, 1:], np.full(logp.shape[:2] + (1,), _NEG, np.float32)], 2)
+    logp2 = np.concatenate([logp[:, :, 2:], np.full(logp.shape[:2] + (2,), _NEG, np.float32)], 2)
+    nxt1, nxt2 = np.full_like(bwd, _NEG), np.full_like(bwd, _NEG)
     for back in range(2, int(steps.max()) + 1):          # t = steps - back, per batch
         t = steps - back
         active = t >= 0
         window = ((s >= np.maximum(0, sizes - 2 * back)[:, None]) & (s < np.minimum(sizes, 2 * (t + 1))[:, None])
                   & active[:, None])
-        nxt, lp = bwd, logp[rows, np.maximum(t + 1, 0)]                   # [N, width]
-        current = np.full_like(bwd, _NEG)
-        current = np.where(stay, _sum_logs(current, nxt + lp), current)
-        shifted = lambda x, k: np.concatenate([x[:, k:], np.full((count, k), _NEG, np.float32)], 1)  # noqa: E731
-        current = np.where(s + 1 < sizes[:, None], _sum_logs(current, shifted(nxt, 1) + shifted(lp, 1)), current)
-        current = np.where((s + 2 < sizes[:, None]) & skip,
-                           _sum_logs(current, shifted(nxt, 2) + shifted(lp, 2)), current)
-        bwd = np.where(active[:, None], np.where(window, current, _NEG), bwd).astype(np.float32)
+        following = np.maximum(t + 1, 0)
+        nxt1[:, :-1], nxt2[:, :-2] = bwd[:, 1:], bwd[:, 2:]
+        current = np.where(stay, bwd + logp[rows, following], _NEG)        # -inf (+) x is x
+        current = np.where(step_one, _sum_logs(current, nxt1 + logp1[rows, following]), current)
+        current = np.where(step_two, _sum_logs(current, nxt2 + logp2[rows, following]), current)
+        bwd = np.where(window, current, np.where(active[:, None], _NEG, bwd))
     first = bwd[:, 0] + logp[:, 0, 0]
     second = np.where(sizes > 1, bwd[:, 1] + logp[:, 0, 1], _NEG)
     return -_sum_logs(first.astype(np.float32), second.astype(np.float32))
