@@ -34,7 +34,7 @@ def _sum_logs(a, b):
     big, small = np.maximum(a, b), np.minimum(a, b)
     with np.errstate(all="ignore"):
         both = big + log1pf(expf(small - big))
-    return np.where(a == _NEG, b, np.where(b == _NEG, a, both)).astype(np.float32)
+    return np.where(a == _NEG, b, np.where(b == _NEG, a, both)).astype(np.float32, copy=False)
 
 
 def _decode(target, unique, collapse):
@@ -52,9 +52,10 @@ def _prepare(logits, labels, blank, merge):
     for label in labels:
         extended += [label, blank]
     size, steps = len(extended), logits.shape[0]
+    exps = expf(logits).astype(np.float64)               # elementwise: one call for every class
     exp_sum = np.zeros(steps, np.float64)
     for c in range(logits.shape[1]):                     # the sum of exp in double, class by class
-        exp_sum += expf(logits[:, c]).astype(np.float64)
+        exp_sum += exps[:, c]
     target = np.asarray(extended)
     logp = (logits[:, target].astype(np.float64) - log(exp_sum)[:, None]).astype(np.float32)   # [T', S]
     is_blank = target == blank
