@@ -71,18 +71,21 @@ def gather_tree(step_ids, parent_ids, max_seq_len, end_token):
     rows = np.arange(batch)[:, None]
     beams = np.broadcast_to(np.arange(beam), (batch, beam))
     parent = beams.copy()                                           # the beam read at the current level
+    # integer parents converted once; other types are checked where they are read
+    parents = _integral("parent_ids", parent_ids) if parent_ids.dtype.kind in "iu" else None
     for level in range(max_time - 1, -1, -1):
         active = level < lengths                                    # [BATCH, 1]
         source = np.where(level == lengths - 1, beams, parent)     # the last step reads the beam itself
-        used = np.broadcast_to(active, source.shape)
-        if used.any() and (source[used].min() < 0 or source[used].max() >= beam):
-            bad = source[used][(source[used] < 0) | (source[used] >= beam)][0]
+        bad = active & ((source < 0) | (source >= beam))
+        if bad.any():
             raise OpError(OP, "input 'parent_ids'", f"parent beam out of range at time {level + 1}",
-                          value=int(bad), allowed=f"[0, {beam - 1}]")
-        source = np.where(used, source, 0)
-        out[level] = np.where(used, step_ids[level, rows, source], out[level])
+                          value=int(source[bad][0]), allowed=f"[0, {beam - 1}]")
+        source = np.where(active, source, 0)
+        out[level] = np.where(active, step_ids[level, rows, source], out[level])
         if level:
-            parent = np.where(used, _integral("parent_ids", parent_ids[level, rows, source]), parent)
+            read = (parents[level, rows, source] if parents is not None else
+                    _integral("parent_ids", parent_ids[level, rows, source]))
+            parent = np.where(active, read, parent)
     finished = (out == end_token) & (np.arange(max_time)[:, None, None] < lengths[None])
     before = np.cumsum(finished, axis=0) - finished > 0             # an end_token at an earlier time
     out[before] = end_token
