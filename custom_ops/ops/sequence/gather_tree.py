@@ -73,7 +73,17 @@ def gather_tree(step_ids, parent_ids, max_seq_len, end_token):
     parent = beams.copy()                                           # the beam read at the current level
     # integer parents converted once; other types are checked where they are read
     parents = _integral("parent_ids", parent_ids) if parent_ids.dtype.kind in "iu" else None
+    inner = int(lengths.min()) - 1 if batch else -1                 # below: every batch active, none starting
     for level in range(max_time - 1, -1, -1):
+        if level < inner and parents is not None:                   # the same steps, without the masks
+            if (parent.view(np.uint64) >= beam).any():              # a negative parent is huge as uint64
+                bad = parent[(parent < 0) | (parent >= beam)][0]
+                raise OpError(OP, "input 'parent_ids'", f"parent beam out of range at time {level + 1}",
+                              value=int(bad), allowed=f"[0, {beam - 1}]")
+            out[level] = step_ids[level, rows, parent]
+            if level:
+                parent = parents[level, rows, parent]
+            continue
         active = level < lengths                                    # [BATCH, 1]
         source = np.where(level == lengths - 1, beams, parent)     # the last step reads the beam itself
         bad = active & ((source < 0) | (source >= beam))
