@@ -85,18 +85,21 @@ def _losses(prepared) -> np.ndarray:
     step_one, step_two = s + 1 < sizes[:, None], (s + 2 < sizes[:, None]) & skip
     logp1 = np.concatenate([logp[:, :, 1:], np.full(logp.shape[:2] + (1,), _NEG, np.float32)], 2)
     logp2 = np.concatenate([logp[:, :, 2:], np.full(logp.shape[:2] + (2,), _NEG, np.float32)], 2)
-    nxt1, nxt2 = np.full_like(bwd, _NEG), np.full_like(bwd, _NEG)
-    for back in range(2, int(steps.max()) + 1):          # t = steps - back, per batch
-        t = steps - back
-        active = t >= 0
-        window = ((s >= np.maximum(0, sizes - 2 * back)[:, None]) & (s < np.minimum(sizes, 2 * (t + 1))[:, None])
-                  & active[:, None])
-        following = np.maximum(t + 1, 0)
-        nxt1[:, :-1], nxt2[:, :-2] = bwd[:, 1:], bwd[:, 2:]
+    backs = np.arange(2, int(steps.max()) + 1)[:, None]    # t = steps - back, per batch: [B', N]
+    t = steps[None, :] - backs
+    active = t >= 0
+    windows = ((s >= np.maximum(0, sizes[None, :] - 2 * backs)[..., None])
+               & (s < np.minimum(sizes[None, :], 2 * (t + 1))[..., None]) & active[..., None])   # [B', N, S]
+    followings = np.maximum(t + 1, 0)
+    padded = np.full((count, width + 2), _NEG, np.float32)             # bwd and two -inf: its shifts are views
+    padded[:, :width] = bwd
+    bwd, nxt1, nxt2 = padded[:, :width], padded[:, 1:width + 1], padded[:, 2:]
+    for k in range(backs.shape[0]):
+        following = followings[k]
         current = np.where(stay, bwd + logp[rows, following], _NEG)        # -inf (+) x is x
         current = np.where(step_one, _sum_logs(current, nxt1 + logp1[rows, following]), current)
         current = np.where(step_two, _sum_logs(current, nxt2 + logp2[rows, following]), current)
-        bwd = np.where(window, current, np.where(active[:, None], _NEG, bwd))
+        bwd[...] = np.where(windows[k], current, np.where(active[k][:, None], _NEG, bwd))
     first = bwd[:, 0] + logp[:, 0, 0]
     second = np.where(sizes > 1, bwd[:, 1] + logp[:, 0, 1], _NEG)
     return -_sum_logs(first.astype(np.float32), second.astype(np.float32))
