@@ -74,15 +74,19 @@ def gather_tree(step_ids, parent_ids, max_seq_len, end_token):
     # integer parents converted once; other types are checked where they are read
     parents = _integral("parent_ids", parent_ids) if parent_ids.dtype.kind in "iu" else None
     inner = int(lengths.min()) - 1 if batch else -1                 # below: every batch active, none starting
+    if inner > 0 and parents is not None:
+        flat_steps, flat_parents = step_ids.reshape(-1), parents.reshape(-1)
+        starts = (np.arange(max_time)[:, None, None] * batch + rows[None]) * beam   # [TIME, BATCH, 1]
     for level in range(max_time - 1, -1, -1):
         if level < inner and parents is not None:                   # the same steps, without the masks
             if (parent.view(np.uint64) >= beam).any():              # a negative parent is huge as uint64
                 bad = parent[(parent < 0) | (parent >= beam)][0]
                 raise OpError(OP, "input 'parent_ids'", f"parent beam out of range at time {level + 1}",
                               value=int(bad), allowed=f"[0, {beam - 1}]")
-            out[level] = step_ids[level, rows, parent]
+            flat = parent + starts[level]                           # into the flattened [TIME, BATCH, BEAM]
+            out[level] = flat_steps.take(flat)
             if level:
-                parent = parents[level, rows, parent]
+                parent = flat_parents.take(flat)
             continue
         active = level < lengths                                    # [BATCH, 1]
         source = np.where(level == lengths - 1, beams, parent)     # the last step reads the beam itself
