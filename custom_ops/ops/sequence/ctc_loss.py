@@ -34,7 +34,7 @@ def _sum_logs(a, b):
     big, small = np.maximum(a, b), np.minimum(a, b)
     with np.errstate(all="ignore"):
         both = big + log1pf(expf(small - big))
-    return np.where(a == _NEG, b, np.where(b == _NEG, a, both)).astype(np.float32)
+    return np.where(a == _NEG, b, np.where(b == _NEG, a, both)).astype(np.float32, copy=False)
 
 
 def _decode(target, unique, collapse):
@@ -52,9 +52,10 @@ def _prepare(logits, labels, blank, merge):
     for label in labels:
         extended += [label, blank]
     size, steps = len(extended), logits.shape[0]
+    exps = expf(logits).astype(np.float64)               # elementwise: one call for every class
     exp_sum = np.zeros(steps, np.float64)
     for c in range(logits.shape[1]):                     # the sum of exp in double, class by class
-        exp_sum += expf(logits[:, c]).astype(np.float64)
+        exp_sum += exps[:, c]
     target = np.asarray(extended)
     logp = (logits[:, target].astype(np.float64) - log(exp_sum)[:, None]).astype(np.float32)   # [T', S]
     is_blank = target == blank
@@ -78,20 +79,27 @@ def _losses(prepared) -> np.ndarray:
         logp[b, :lp.shape[0], :lp.shape[1]], skip[b, :sk.size], stay[b, :st.size] = lp, sk, st
     s = np.arange(width)[None, :]
     rows = np.arange(count)
-    bwd = np.where((s >= sizes[:, None] - 2) & (s < sizes[:, None]), np.float32(0), _NEG).astype(np.float32)
-    for back in range(2, int(steps.max()) + 1):          # t = steps - back, per batch
-        t = steps - back
-        active = t >= 0
-        window = ((s >= np.maximum(0, sizes - 2 * back)[:, None]) & (s < np.minimum(sizes, 2 * (t + 1))[:, None])
-                  & active[:, None])
-        nxt, lp = bwd, logp[rows, np.maximum(t + 1, 0)]                   # [N, width]
-        current = np.full_like(bwd, _NEG)
-        current = np.where(stay, _sum_logs(current, nxt + lp), current)
-        shifted = lambda x, k: np.concatenate([x[:, k:], np.full((count, k), _NEG, np.float32)], 1)  # noqa: E731
-        current = np.where(s + 1 < sizes[:, None], _sum_logs(current, shifted(nxt, 1) + shifted(lp, 1)), current)
-        current = np.where((s + 2 < sizes[:, None]) & skip,
-                           _sum_logs(current, shifted(nxt, 2) + shifted(lp, 2)), current)
-        bwd = np.where(active[:, None], np.where(window, current, _NEG), bwd).astype(np.float32)
+    last = np.maximum(0, sizes - 2)[:, None]
+    bwd = np.where((s >= last) & (s < sizes[:, None]), np.float32(0), _NEG).astype(np.float32)
+    # the masks and the shifted log-probabilities of every step, once
+    step_one, step_two = s + 1 < sizes[:, None], (s + 2 < sizes[:, None]) & skip
+    logp1 = np.concatenate([logp[:, :, 1:], np.full(logp.shape[:2] + (1,), _NEG, np.float32)], 2)
+    logp2 = np.concatenate([logp[:, :, 2:], np.full(logp.shape[:2] + (2,), _NEG, np.float32)], 2)
+    backs = np.arange(2, int(steps.max()) + 1)[:, None]    # t = steps - back, per batch: [B', N]
+    t = steps[None, :] - backs
+    active = t >= 0
+    windows = ((s >= np.maximum(0, sizes[None, :] - 2 * backs)[..., None])
+               & (s < np.minimum(sizes[None, :], 2 * (t + 1))[..., None]) & active[..., None])   # [B', N, S]
+    followings = np.maximum(t + 1, 0)
+    padded = np.full((count, width + 2), _NEG, np.float32)             # bwd and two -inf: its shifts are views
+    padded[:, :width] = bwd
+    bwd, nxt1, nxt2 = padded[:, :width], padded[:, 1:width + 1], padded[:, 2:]
+    for k in range(backs.shape[0]):
+        following = followings[k]
+        current = np.where(stay, bwd + logp[rows, following], _NEG)        # -inf (+) x is x
+        current = np.where(step_one, _sum_logs(current, nxt1 + logp1[rows, following]), current)
+        current = np.where(step_two, _sum_logs(current, nxt2 + logp2[rows, following]), current)
+        bwd[...] = np.where(windows[k], current, np.where(active[k][:, None], _NEG, bwd))
     first = bwd[:, 0] + logp[:, 0, 0]
     second = np.where(sizes > 1, bwd[:, 1] + logp[:, 0, 1], _NEG)
     return -_sum_logs(first.astype(np.float32), second.astype(np.float32))

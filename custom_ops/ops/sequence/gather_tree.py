@@ -71,18 +71,35 @@ def gather_tree(step_ids, parent_ids, max_seq_len, end_token):
     rows = np.arange(batch)[:, None]
     beams = np.broadcast_to(np.arange(beam), (batch, beam))
     parent = beams.copy()                                           # the beam read at the current level
+    # integer parents converted once; other types are checked where they are read
+    parents = _integral("parent_ids", parent_ids) if parent_ids.dtype.kind in "iu" else None
+    inner = int(lengths.min()) - 1 if batch else -1                 # below: every batch active, none starting
+    if inner > 0 and parents is not None:
+        flat_steps, flat_parents = step_ids.reshape(-1), parents.reshape(-1)
+        starts = (np.arange(max_time)[:, None, None] * batch + rows[None]) * beam   # [TIME, BATCH, 1]
     for level in range(max_time - 1, -1, -1):
+        if level < inner and parents is not None:                   # the same steps, without the masks
+            if (parent.view(np.uint64) >= beam).any():              # a negative parent is huge as uint64
+                bad = parent[(parent < 0) | (parent >= beam)][0]
+                raise OpError(OP, "input 'parent_ids'", f"parent beam out of range at time {level + 1}",
+                              value=int(bad), allowed=f"[0, {beam - 1}]")
+            flat = parent + starts[level]                           # into the flattened [TIME, BATCH, BEAM]
+            out[level] = flat_steps.take(flat)
+            if level:
+                parent = flat_parents.take(flat)
+            continue
         active = level < lengths                                    # [BATCH, 1]
         source = np.where(level == lengths - 1, beams, parent)     # the last step reads the beam itself
-        used = np.broadcast_to(active, source.shape)
-        if used.any() and (source[used].min() < 0 or source[used].max() >= beam):
-            bad = source[used][(source[used] < 0) | (source[used] >= beam)][0]
+        bad = active & ((source < 0) | (source >= beam))
+        if bad.any():
             raise OpError(OP, "input 'parent_ids'", f"parent beam out of range at time {level + 1}",
-                          value=int(bad), allowed=f"[0, {beam - 1}]")
-        source = np.where(used, source, 0)
-        out[level] = np.where(used, step_ids[level, rows, source], out[level])
+                          value=int(source[bad][0]), allowed=f"[0, {beam - 1}]")
+        source = np.where(active, source, 0)
+        out[level] = np.where(active, step_ids[level, rows, source], out[level])
         if level:
-            parent = np.where(used, _integral("parent_ids", parent_ids[level, rows, source]), parent)
+            read = (parents[level, rows, source] if parents is not None else
+                    _integral("parent_ids", parent_ids[level, rows, source]))
+            parent = np.where(active, read, parent)
     finished = (out == end_token) & (np.arange(max_time)[:, None, None] < lengths[None])
     before = np.cumsum(finished, axis=0) - finished > 0             # an end_token at an earlier time
     out[before] = end_token
