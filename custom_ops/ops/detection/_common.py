@@ -162,17 +162,16 @@ def greedy_nms(count: int, suppresses, limit: int | None = None, block: int = 64
             candidates = candidates[~suppresses(np.asarray(kept), candidates).any(axis=0)]
         if not candidates.size:
             continue
-        # the in-block pass on bit masks (Python ints: bit j of row r = r removes candidate j > r)
-        later = np.triu(suppresses(candidates, candidates), 1)
-        packed = np.packbits(later, axis=1, bitorder="little")
-        removes = [int.from_bytes(row.tobytes(), "little") for row in packed]
+        # the in-block pass on bit masks (Python ints: bit j of row r = r removes candidate j; only the bits
+        # after r are read later)
+        packed = np.packbits(suppresses(candidates, candidates), axis=1, bitorder="little")
         alive = (1 << candidates.size) - 1
         for row, candidate in enumerate(candidates.tolist()):
             if alive >> row & 1:
                 kept.append(candidate)
                 if len(kept) >= limit:
                     break
-                alive &= ~removes[row]
+                alive &= ~int.from_bytes(packed[row].tobytes(), "little")
     return np.asarray(kept, np.int64)
 
 
