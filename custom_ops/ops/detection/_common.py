@@ -162,14 +162,16 @@ def greedy_nms(count: int, suppresses, limit: int | None = None, block: int = 64
             candidates = candidates[~suppresses(np.asarray(kept), candidates).any(axis=0)]
         if not candidates.size:
             continue
-        inner = suppresses(candidates, candidates)
-        alive = np.ones(candidates.size, bool)
-        for row in range(candidates.size):
-            if alive[row]:
-                kept.append(int(candidates[row]))
+        # the in-block pass on bit masks (Python ints: bit j of row r = r removes candidate j; only the bits
+        # after r are read later)
+        packed = np.packbits(suppresses(candidates, candidates), axis=1, bitorder="little")
+        alive = (1 << candidates.size) - 1
+        for row, candidate in enumerate(candidates.tolist()):
+            if alive >> row & 1:
+                kept.append(candidate)
                 if len(kept) >= limit:
                     break
-                alive[row + 1:] &= ~inner[row, row + 1:]
+                alive &= ~int.from_bytes(packed[row].tobytes(), "little")
     return np.asarray(kept, np.int64)
 
 

@@ -125,6 +125,73 @@ def _hull_area(points):
     return F(area / F(2))
 
 
+_TIE, _NEAR = float(F(1e-6)), float(F(1e-8))     # the reference's float32 thresholds, as exact Python floats
+
+
+def _hull_areas(points, there):
+    """_hull_area of each pair's candidate points (points [P, 24, 2], which are there [P, 24]; 3 or more each),
+    the same float32 operations: the points shifted to their start (lowest, then leftmost, first) and their
+    crosses and squared lengths computed for all pairs at once (the sort and the area's fan read them, the
+    fan's apex being the start, (0, 0) after the shift); only the scan's other crosses one at a time. Pairs
+    with a non-finite point go through _hull_area."""
+    areas = np.zeros(len(points), F)
+    finite = np.isfinite(np.where(there[..., None], points, F(0))).all(axis=(1, 2))
+    for p in np.flatnonzero(~finite):
+        areas[p] = _hull_area([(x, y) for x, y in points[p][there[p]]])
+    points, there = points[finite], there[finite]
+    if not len(points):
+        return areas
+    first = np.argsort(~there, axis=1, kind="stable")              # the pair's points first, in order
+    counts = there.sum(1)
+    width = int(counts.max())
+    pts = np.take_along_axis(points, first[:, :width, None], axis=1)
+    valid = np.arange(width)[None, :] < counts[:, None]
+    pts = np.where(valid[..., None], pts, F(0))                     # padding (never read) kept finite
+    ys = np.where(valid, pts[..., 1], np.inf)
+    lowest = valid & (ys == ys.min(1, keepdims=True))
+    xs = np.where(lowest, pts[..., 0], np.inf)
+    start = np.argmax(lowest & (xs == xs.min(1, keepdims=True)), axis=1)
+    rows = np.arange(len(pts))
+    q = pts - pts[rows, start][:, None, :]
+    q[rows, 0], q[rows, start] = q[rows, start], q[rows, 0].copy()
+    qx, qy = q[..., 0], q[..., 1]
+    crosses = (qx[:, :, None] * qy[:, None, :] - qx[:, None, :] * qy[:, :, None]).tolist()   # _cross(q[i], q[j])
+    dists = (qx * qx + qy * qy).tolist()
+    out = [_scan(crosses[k], dists[k], qx[k], qy[k], int(counts[k])) for k in range(len(pts))]
+    areas[finite] = out
+    return areas
+
+
+def _scan(cross, dist, qx, qy, count):
+    """The Graham scan and area of _hull_area on the tables of one pair (Python floats; qx, qy float32)."""
+    def order(a, b):
+        temp = cross[a][b]
+        if abs(temp) < _TIE:
+            return -1 if dist[a] < dist[b] else (1 if dist[b] < dist[a] else 0)
+        return -1 if temp > 0 else 1
+
+    ranked = [0] + sorted(range(1, count), key=functools.cmp_to_key(order))
+    k = next((k for k in range(1, count) if dist[ranked[k]] > _NEAR), count)
+    if k == count:
+        return F(0)
+    stack = [0, ranked[k]]
+    for i in ranked[k + 1:]:
+        while len(stack) > 1:
+            s1, s2 = stack[-1], stack[-2]
+            turn = cross[i][s1] if s2 == 0 else _cross((qx[i] - qx[s2], qy[i] - qy[s2]),
+                                                         (qx[s1] - qx[s2], qy[s1] - qy[s2]))
+            if not turn >= 0:                   # NaN stops the popping, as the reference
+                break
+            stack.pop()
+        stack.append(i)
+    if len(stack) <= 2:
+        return F(0)
+    area = F(0)
+    for i in range(1, len(stack) - 1):
+        area = area + F(abs(cross[stack[i]][stack[i + 1]]))
+    return F(area / F(2))
+
+
 def _point_lists(points, there):
     """Per pair, its candidate points as a list of (x, y) float32 scalars."""
     return [[(p[0], p[1]) for p in pair[mask]] for pair, mask in zip(points, there)]
@@ -142,7 +209,7 @@ def _ious(corners, areas, first, second):
     points, there = _candidate_points(corners[first], corners[second])
     inter = np.zeros(len(first), F)
     hull = np.flatnonzero(there.sum(1) > 2)
-    inter[hull] = [_hull_area(pts) for pts in _point_lists(points[hull], there[hull])]
+    inter[hull] = _hull_areas(points[hull], there[hull])
     area1, area2 = areas[first], areas[second]
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = inter / (area1 + area2 - inter)
