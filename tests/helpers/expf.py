@@ -3,29 +3,10 @@ unit's expf divergence claims is compared with the C expf swapped into the kerne
 declared last-bit difference is still checked bit for bit."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from custom_ops.ops import _libm
-from custom_ops.ops.detection import experimental_detectron_detection_output as _detection_output
-from custom_ops.ops.detection import experimental_detectron_generate_proposals_single_image as _proposals
 from tests.helpers import units as check
-
-_MODULES = (_proposals, _detection_output)   # GenerateProposals refines with the single-image module's exp
-
-
-@contextlib.contextmanager
-def c_expf():
-    """The kernels' exp replaced by the C library's expf (what OpenVINO's std::exp of float calls)."""
-    saved = [module._exp for module in _MODULES]
-    for module in _MODULES:
-        module._exp = _libm.c_expf
-    try:
-        yield
-    finally:
-        for module, exp in zip(_MODULES, saved):
-            module._exp = exp
 
 
 #: the ids of the rows of a libm function not correctly rounded on OpenVINO's side end so
@@ -58,15 +39,4 @@ def check_with_c_libm(unit, case, static: bool = False) -> bool:
             check.check_kernel_against_openvino(unit, case, static=static)
         return True
     check.check_kernel_against_openvino(unit, case, static=static)
-    return False
-
-
-def check_kernel_against_openvino(unit, case) -> bool:
-    """Kernel == OpenVINO CPU bit for bit; a case the expf divergence claims with the C expf in the kernel.
-    Returns whether the case was claimed."""
-    if claimed(unit, case) and _libm.LIBM_EXPF is not None:
-        with c_expf():
-            check.check_kernel_against_openvino(unit, case)
-        return True
-    check.check_kernel_against_openvino(unit, case)
     return False

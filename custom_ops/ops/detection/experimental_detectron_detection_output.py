@@ -23,6 +23,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
+from .._libm import expf
 from ._common import attribute_value, flag, native, same_type_arrays
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
@@ -68,8 +69,8 @@ def refine(boxes, deltas, weights, max_delta_log_wh):
     pred_x = muladd(d[..., 0], ww, ctr_x)
     pred_y = muladd(d[..., 1], hh, ctr_y)
     cap = F32(max_delta_log_wh)
-    pred_w = _exp(np.minimum(d[..., 2], cap)) * ww
-    pred_h = _exp(np.minimum(d[..., 3], cap)) * hh
+    pred_w = expf(np.minimum(d[..., 2], cap)) * ww
+    pred_h = expf(np.minimum(d[..., 3], cap)) * hh
     nx0, ny0 = np.maximum(F32(0), pred_x - half * pred_w), np.maximum(F32(0), pred_y - half * pred_h)
     nx1, ny1 = np.maximum(F32(0), pred_x + half * pred_w - one), np.maximum(F32(0), pred_y + half * pred_h - one)
     refined = np.stack([nx0, ny0, nx1, ny1], -1)                                 # [R, K, 4]
@@ -82,12 +83,6 @@ def refine(boxes, deltas, weights, max_delta_log_wh):
 def muladd(a, b, c):
     """a * b + c, the product rounded first (the reference)."""
     return a * b + c
-
-
-def _exp(x):
-    """exp of f32, correctly rounded (the contract; see the expf divergence)."""
-    with np.errstate(over="ignore"):
-        return np.exp(x.astype(np.float64)).astype(F32)
 
 
 def _log_size_deltas(inputs, attributes) -> np.ndarray:

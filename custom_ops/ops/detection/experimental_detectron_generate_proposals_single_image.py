@@ -20,7 +20,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec,
                              Port)
 
-from .._libm import expf_differs
+from .._libm import expf, expf_differs
 from ._common import attribute_value, native, same_type_arrays
 
 OP = "ExperimentalDetectronGenerateProposalsSingleImage"
@@ -71,8 +71,8 @@ def refine_anchors(anchors, deltas, img_h, img_w, min_h, min_w, offset):
     ctr_x, ctr_y = x0 + half * ww, y0 + half * hh
     pred_x = muladd(d[..., 0], ww, ctr_x)
     pred_y = muladd(d[..., 1], hh, ctr_y)
-    pred_w = _exp(np.minimum(d[..., 2], MAX_DELTA_LOG_WH)) * ww
-    pred_h = _exp(np.minimum(d[..., 3], MAX_DELTA_LOG_WH)) * hh
+    pred_w = expf(np.minimum(d[..., 2], MAX_DELTA_LOG_WH)) * ww
+    pred_h = expf(np.minimum(d[..., 3], MAX_DELTA_LOG_WH)) * hh
     clip_w = lambda v: np.maximum(F32(0), np.minimum(v, img_w - offset))  # noqa: E731
     clip_h = lambda v: np.maximum(F32(0), np.minimum(v, img_h - offset))  # noqa: E731
     bx0, by0 = clip_w(pred_x - half * pred_w), clip_h(pred_y - half * pred_h)
@@ -84,20 +84,6 @@ def refine_anchors(anchors, deltas, img_h, img_w, min_h, min_w, offset):
 def muladd(a, b, c):
     """a * b + c, the product rounded first (the reference)."""
     return a * b + c
-
-
-def _exp(x):
-    """exp of f32, correctly rounded (the contract; glibc's expf, which OpenVINO's std::exp calls, is not
-    always: see expf_rounds_differently)."""
-    with np.errstate(over="ignore"):
-        return np.exp(np.asarray(x, F32).astype(np.float64)).astype(F32)
-
-
-def expf_rounds_differently(x) -> bool:
-    """Whether the C library's expf rounds exp of some value of `x` otherwise than the correctly rounded exp
-    (glibc's expf errs by a little more than half an ulp: exp(0.44369903f) comes out one ulp low). False where
-    no C expf can be loaded."""
-    return expf_differs(x)
 
 
 def nms(boxes, threshold: float, limit: int, offset=F32(0), dead=None) -> np.ndarray:
@@ -231,7 +217,7 @@ def expf_divergence(op_id: str, inputs: tuple, attributes: dict, arguments=_log_
     """The row of OpenVINO's exp of the log-size deltas: std::exp of float, glibc's expf, not correctly rounded."""
     def predicate(inputs, attributes) -> bool:
         try:
-            return expf_rounds_differently(arguments(inputs, attributes))
+            return expf_differs(arguments(inputs, attributes))
         except (ValueError, IndexError):   # malformed inputs: not this divergence
             return False
 
