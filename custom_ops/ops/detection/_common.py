@@ -234,6 +234,14 @@ def clamp_sample(position, size: int):
     return low, np.where(last, low, low + 1), np.where(last, low.astype(position.dtype), position)
 
 
+def pooled_output_shapes(boxes: str):
+    """output_shapes of the ROI pooling units: one [boxes' rows, input channels, pooled_h, pooled_w] output."""
+    def output_shapes(inputs: dict, attributes: dict) -> list:
+        return [(np.shape(inputs[boxes])[0], np.shape(inputs["input"])[1], attributes["pooled_h"],
+                 attributes["pooled_w"])]
+    return output_shapes
+
+
 def image_boxes(rng: np.random.Generator, count: int) -> np.ndarray:
     """Benchmark boxes [count, 4] (x1, y1, x2, y2, float64) uniform over an 800 x 600 image."""
     corners = rng.uniform(0, 1, (count, 4)) * np.array([800, 600, 800, 600])

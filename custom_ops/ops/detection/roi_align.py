@@ -19,8 +19,8 @@ from custom_ops import _checks as check
 from custom_ops.unit import (REQUIRED, Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit,
                              Divergence, OpenVINO, OpSpec, Port)
 
-from ._common import (INDEX_TYPES, FLOATS, clamp_sample, image_boxes, output_type, roi_align_attributes,
-                      roi_align_inputs)
+from ._common import (INDEX_TYPES, FLOATS, clamp_sample, image_boxes, output_type, pooled_output_shapes,
+                      roi_align_attributes, roi_align_inputs)
 
 OP = "ROIAlign"
 MODES = ("avg", "max")
@@ -272,8 +272,7 @@ UNIT = DialectUnit(
         attributes=(AttributeMap("pooled_h", "int"), AttributeMap("pooled_w", "int"),
                     AttributeMap("sampling_ratio", "int"), AttributeMap("spatial_scale", "float"),
                     AttributeMap("mode", "lower"), AttributeMap("aligned_mode", "lower")),
-        output_shapes=lambda i, a: [(np.shape(i["rois"])[0], np.shape(i["input"])[1], a["pooled_h"],
-                                     a["pooled_w"])]),
+        output_shapes=pooled_output_shapes("rois")),
     cases=cases, bad_cases=bad_cases,
     lowering=Absent("ONNX RoiAlign is the lowering where exact (the IR rule picks it); not for these modes"),
     raising=Absent("no standard ONNX pattern raised"),

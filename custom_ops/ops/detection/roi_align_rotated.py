@@ -16,7 +16,8 @@ import numpy as np
 from custom_ops.errors import OpError
 from custom_ops.unit import REQUIRED, Absent, Attribute, AttributeMap, Case, DialectUnit, Divergence, OpenVINO, OpSpec, Port
 
-from ._common import INDEX_TYPES, clamp_sample, flag, output_type, roi_align_attributes, roi_align_inputs
+from ._common import (INDEX_TYPES, clamp_sample, flag, output_type, pooled_output_shapes, roi_align_attributes,
+                      roi_align_inputs)
 
 OP = "ROIAlignRotated"
 TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -179,8 +180,7 @@ UNIT = DialectUnit(
                     AttributeMap("sampling_ratio", "int"), AttributeMap("spatial_scale", "float"),
                     AttributeMap("clockwise_mode", "bool")),
         notes="the CPU plugin runs OpenVINO's reference: equal bit for bit in f32",
-        output_shapes=lambda i, a: [(np.shape(i["rois"])[0], np.shape(i["input"])[1], a["pooled_h"],
-                                     a["pooled_w"])]),
+        output_shapes=pooled_output_shapes("rois")),
     cases=cases, bad_cases=bad_cases,
     lowering=Absent("no standard ONNX op samples rotated boxes; not written"),
     raising=Absent("no standard ONNX pattern raised"),

@@ -18,7 +18,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import image_boxes, maps, native, output_type
+from ._common import image_boxes, maps, native, output_type, pooled_output_shapes
 
 OP = "ROIPooling"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -264,11 +264,6 @@ def bad_cases() -> list:
     ]
 
 
-def _output_shapes(inputs: dict, attributes: dict) -> list:
-    return [(np.shape(inputs["coords"])[0], np.shape(inputs["input"])[1], attributes["pooled_h"],
-             attributes["pooled_w"])]
-
-
 _F32 = lambda v: np.asarray(v, np.float32)  # noqa: E731
 DIVERGENCES = (
     Divergence("ov-roipooling-bilinear-fma", "openvino-cpu", "value", "bilinear interpolation fused",
@@ -302,7 +297,7 @@ UNIT = DialectUnit(
     openvino=OpenVINO(
         "ROIPooling", versions=(2,), factory=native("opset2", "ROIPooling"),
         attributes=maps("int", "pooled_h", "pooled_w") + maps("float", "spatial_scale") + maps("lower", "method"),
-        output_shapes=_output_shapes),
+        output_shapes=pooled_output_shapes("coords")),
     cases=cases, bad_cases=bad_cases,
     lowering=Absent("ONNX MaxRoiPool rounds and bins like max mode but has no bilinear mode and no batch-id "
                     "check; not written"),
