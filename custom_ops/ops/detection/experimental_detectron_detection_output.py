@@ -140,10 +140,6 @@ def detection_output(rois, deltas, scores, im_info, *, score_threshold, nms_thre
     return out_boxes, out_classes, out_scores
 
 
-def _kernel_v6(rois, deltas, scores, im_info, **attributes):
-    return detection_output(rois, deltas, scores, im_info, **attributes)
-
-
 def _infer(ctx) -> None:
     from onnx import TensorProto, helper
     code = ctx.get_input_type(0).tensor_type.elem_type
@@ -230,7 +226,7 @@ UNIT = DialectUnit(
                    Attribute("max_delta_log_wh", "float", REQUIRED), Attribute("num_classes", "int", REQUIRED),
                    Attribute("post_nms_count", "int", REQUIRED), Attribute("max_detections_per_image", "int", REQUIRED),
                    flag("class_agnostic_box_regression", 0), Attribute("deltas_weights", "floats", REQUIRED)),
-                  {"T": TYPES, "I": (np.dtype(np.int32),)}, _kernel_v6,
+                  {"T": TYPES, "I": (np.dtype(np.int32),)}, detection_output,
                   doc="Detectron detection output: per-class refinement and NMS, top detections.", infer=_infer),),
     openvino=OpenVINO(
         OP, versions=(6,), factory=native("opset6", OP),

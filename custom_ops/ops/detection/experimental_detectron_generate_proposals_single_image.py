@@ -125,10 +125,6 @@ def generate_proposals(im_info, anchors, deltas, scores, *, min_size, nms_thresh
     return rois, out_scores
 
 
-def _kernel_v6(im_info, anchors, deltas, scores, **attributes):
-    return generate_proposals(im_info, anchors, deltas, scores, **attributes)
-
-
 def _infer(ctx) -> None:
     from onnx import helper
     code = ctx.get_input_type(0).tensor_type.elem_type
@@ -253,7 +249,7 @@ UNIT = DialectUnit(
                   (Port("output_rois", "T"), Port("output_scores", "T")),
                   (Attribute("min_size", "float", REQUIRED), Attribute("nms_threshold", "float", REQUIRED),
                    Attribute("post_nms_count", "int", REQUIRED), Attribute("pre_nms_count", "int", REQUIRED)),
-                  {"T": TYPES}, _kernel_v6, doc="Detectron RPN proposals of one image: refine, top-n, NMS.",
+                  {"T": TYPES}, generate_proposals, doc="Detectron RPN proposals of one image: refine, top-n, NMS.",
                   infer=_infer),),
     openvino=OpenVINO(
         OP, versions=(6,), factory=native("opset6", OP), refuse=_refuse,

@@ -147,10 +147,6 @@ def extract(rois, *features, output_size, sampling_ratio, pyramid_scales, aligne
     return out.astype(rois.dtype), rois.copy()
 
 
-def _kernel_v6(rois, *features, **attributes):
-    return extract(rois, *features, **attributes)
-
-
 def _infer(ctx) -> None:
     from onnx import helper
     code = ctx.get_input_type(0).tensor_type.elem_type
@@ -209,7 +205,7 @@ UNIT = DialectUnit(
                   (Port("output_features", "T"), Port("output_rois", "T")),
                   (Attribute("output_size", "int", REQUIRED), Attribute("sampling_ratio", "int", REQUIRED),
                    Attribute("pyramid_scales", "ints", REQUIRED), flag("aligned", 0)),
-                  {"T": TYPES}, _kernel_v6, doc="FPN ROIAlign: each box pooled on its pyramid level.",
+                  {"T": TYPES}, extract, doc="FPN ROIAlign: each box pooled on its pyramid level.",
                   infer=_infer),),
     openvino=OpenVINO(
         OP, versions=(6,), factory=native("opset6", OP),

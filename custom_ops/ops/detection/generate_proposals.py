@@ -74,10 +74,6 @@ def generate_proposals(im_info, anchors, deltas, scores, *, min_size, nms_thresh
             np.asarray(counts, np.int32 if roi_num_type == "i32" else np.int64))
 
 
-def _kernel_v9(im_info, anchors, deltas, scores, **attributes):
-    return generate_proposals(im_info, anchors, deltas, scores, **attributes)
-
-
 def _infer(ctx) -> None:
     from onnx import helper
     code = ctx.get_input_type(0).tensor_type.elem_type
@@ -171,7 +167,7 @@ UNIT = DialectUnit(
                    Attribute("pre_nms_count", "int", REQUIRED), Attribute("post_nms_count", "int", REQUIRED),
                    flag("normalized", 1), Attribute("nms_eta", "float", 1.0),
                    Attribute("roi_num_type", "string", "i64", ROI_NUM_TYPES)),
-                  {"T": TYPES, "I": (np.dtype(np.int64), np.dtype(np.int32))}, _kernel_v9,   # default first
+                  {"T": TYPES, "I": (np.dtype(np.int64), np.dtype(np.int32))}, generate_proposals,   # default first
                   doc="Batched RPN proposals: refine, top-n, NMS per image; rois per image counted.",
                   infer=_infer),),
     openvino=OpenVINO(

@@ -127,10 +127,6 @@ def matrix_nms(boxes, scores, *, sort_result_type="none", sort_result_across_bat
     return selected, indices, valid.astype(itype)
 
 
-def _kernel_v8(boxes, scores, **attributes):
-    return matrix_nms(boxes, scores, **attributes)
-
-
 def cases(rng: np.random.Generator) -> list:
     out = []
     for index in range(32):
@@ -241,7 +237,7 @@ UNIT = DialectUnit(
                    Attribute("gaussian_sigma", "float", 2.0), Attribute("post_threshold", "float", 0.0),
                    Attribute("normalized", "int", 1, (0, 1))),
                   {"T": TYPES, "O": (np.dtype(np.int64), np.dtype(np.int32))},
-                  _kernel_v8, doc="Matrix NMS (decayed scores) per class over shared boxes.", infer=_infer),),
+                  matrix_nms, doc="Matrix NMS (decayed scores) per class over shared boxes.", infer=_infer),),
     openvino=OpenVINO(
         "MatrixNms", versions=(8,), factory=nms_factory("opset8", OP),
         attributes=(AttributeMap("sort_result_type", "lower"), AttributeMap("sort_result_across_batch", "bool"),

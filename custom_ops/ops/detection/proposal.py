@@ -185,10 +185,6 @@ def _infer(ctx) -> None:
 
 # Unit -------------------------------------------------------------------------------------------------
 
-def _kernel_v4(class_probs, bbox_deltas, image_shape, **attributes):
-    return proposal(class_probs, bbox_deltas, image_shape, **attributes)
-
-
 def cases(rng: np.random.Generator) -> list:
     """Caffe and TensorFlow frameworks, clipping and normalising variants; distinct random scores (equal
     scores are ordered by std::partial_sort in the reference: unspecified)."""
@@ -340,7 +336,7 @@ UNIT = DialectUnit(
                    flag("clip_before_nms", 1), flag("clip_after_nms", 0), flag("normalize", 0),
                    Attribute("box_size_scale", "float", 1.0), Attribute("box_coordinate_scale", "float", 1.0),
                    Attribute("framework", "string", "", FRAMEWORKS)),
-                  {"T": TYPES}, _kernel_v4, doc="Faster R-CNN region proposals: anchors, deltas, NMS.",
+                  {"T": TYPES}, proposal, doc="Faster R-CNN region proposals: anchors, deltas, NMS.",
                   infer=_infer),),
     openvino=OpenVINO(
         "Proposal", versions=(1, 4), factory=native("opset4", "Proposal"), refuse=_refuse,
