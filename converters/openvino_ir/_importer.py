@@ -365,7 +365,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     outputs = _graph_outputs(ctx, inputs, results)
     _drop_unread_unpacked(ctx, outputs)
     if int8 == "qdq":
-        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values())
+        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values(), inputs)
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
     live = _live(ctx.nodes, referenced)
     model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,
