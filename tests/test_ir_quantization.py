@@ -464,3 +464,65 @@ def test_classifier_after_a_computed_flatten_keeps_float_weights(tmp_path):
     assert not weight_dequantize
     feeds = {"x": rng.uniform(0, 5, (1, 4, 2, 2)).astype(np.float32)}
     np.testing.assert_allclose(session.run(None, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
+
+
+def _stem_model(channels, size, kernel, stride, pads_begin, pads_end, seed):
+    """x -> FakeQuantize -> strided Conv with nncf's per-channel int8 weights -> bias Add -> FakeQuantize (an
+    image model's stem)."""
+    rng = np.random.default_rng(seed)
+    x = op.parameter([1, channels, *size], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-128, 127, 0.02)], 256)
+    q = rng.integers(-127, 128, (8, channels, *kernel)).astype(np.int8)
+    scale = (np.geomspace(0.05, 2, 8).reshape(8, 1, 1, 1) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    conv = op.convolution(data, weights, [stride] * 2, pads_begin, pads_end, [1, 1])
+    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32)))
+    out = op.fake_quantize(biased, *[op.constant(v) for v in _step_limits(-128, 127, 0.05)], 256)
+    feeds = {"x": (rng.standard_normal((1, channels, *size)) * 1.5).astype(np.float32)}
+    return ov.Model([out], [x]), feeds
+
+
+#: (input channels, spatial size, kernel, stride, pads begin, pads end): resnet's 7x7/2 stem, odd sizes,
+#: a kernel smaller than twice the stride, asymmetric padding, a non-square kernel, no padding
+STEM_CASES = {
+    "resnet_stem": (3, (16, 16), (7, 7), 2, [3, 3], [3, 3]),
+    "odd_size": (1, (15, 13), (3, 3), 2, [1, 1], [1, 1]),
+    "stride_3_asymmetric": (3, (14, 17), (5, 5), 3, [2, 0], [1, 2]),
+    "rectangular_unpadded": (4, (9, 10), (2, 3), 2, [0, 0], [0, 0]),
+}
+
+
+@pytest.mark.parametrize("case_id", list(STEM_CASES))
+def test_strided_stem_convolution_runs_on_space_to_depth(tmp_path, monkeypatch, case_id):
+    """A strided integer convolution of few input channels becomes Pad(zero point) -> SpaceToDepth ->
+    stride-1 Conv with the int8 weights rearranged: onnxruntime's fused integer convolution gives the very
+    same values as on the convolution as written (the same integer sums), within one level of OpenVINO."""
+    from converters.openvino_ir.rules import quantization
+
+    model, feeds = _stem_model(*STEM_CASES[case_id], seed=len(case_id))
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert ops.count("SpaceToDepth") == 1 and ops.count("Pad") == 1
+    conv = next(n for n in onnx_model.graph.node if n.op_type == "Conv")
+    attributes = {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}
+    assert "strides" not in attributes and "pads" not in attributes
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QLinearConv" in optimized and "Conv" not in optimized
+    monkeypatch.setattr(quantization, "SPACE_TO_DEPTH_CHANNELS", 0)
+    as_written = import_ir(model)
+    assert "SpaceToDepth" not in {n.op_type for n in as_written.graph.node}
+    plain, optimized = _optimized_ops(as_written, tmp_path / "plain.onnx")
+    assert "QLinearConv" in optimized
+    for seed in range(3):
+        feeds = {"x": (np.random.default_rng(seed).standard_normal(feeds["x"].shape) * 1.5).astype(np.float32)}
+        got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
+        np.testing.assert_array_equal(got, plain.run(None, feeds)[0])
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.05 * 1.01)  # one level at most (near-ties)
+        assert np.mean(got == want) > 0.9
+
+
+@pytest.mark.parametrize("channels,stride", [(8, 2), (3, 1)])
+def test_convolution_of_many_channels_or_stride_1_keeps_its_form(channels, stride):
+    model, feeds = _stem_model(channels, (8, 8), (3, 3), stride, [1, 1], [1, 1], seed=3)
+    onnx_model = import_ir(model)
+    assert "SpaceToDepth" not in {n.op_type for n in onnx_model.graph.node}
