@@ -443,27 +443,38 @@ def test_larger_conv_with_float_output_stays_a_float_conv():
     np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.04 * 1.01)
 
 
-def test_classifier_after_a_computed_flatten_keeps_float_weights(tmp_path):
-    """FakeQuantize -> Reshape to a computed 2-D shape -> MatMul + bias Add (a classifier head): onnxruntime
-    makes a float Gemm of it, so its int8 weights stay float (folded once) instead of a DequantizeLinear the
-    Gemm would run on every call."""
-    rng = np.random.default_rng(9)
+def _classifier_model(bias_shape, seed=9):
+    """FakeQuantize -> Reshape to a computed 2-D shape [batch, -1] -> MatMul by nncf's int8 weights (Convert *
+    per-output scale, transposed) + bias Add: resnet's classifier head."""
+    rng = np.random.default_rng(seed)
     x = op.parameter([1, 4, 2, 2], ov.Type.f32, name="x")
     data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
     batch = op.gather(op.shape_of(data), op.constant(np.array([0], np.int64)), op.constant(np.int64(0)))
     flat = op.reshape(data, op.concat([batch, op.constant(np.array([-1], np.int64))], 0), False)
-    q = rng.integers(-127, 128, (16, 5)).astype(np.int8)
+    q = rng.integers(-127, 128, (5, 16)).astype(np.int8)
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
-                          op.constant((rng.uniform(0.5, 2, (1, 5)) / 127).astype(np.float32)))
-    out = op.add(op.matmul(flat, weights, False, False), op.constant(rng.standard_normal(5).astype(np.float32)))
-    model = ov.Model([out], [x])
-    onnx_model = import_ir(model)
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    weight_dequantize = [n for n in onnx.load(str(tmp_path / "optimized.onnx")).graph.node
-                         if n.op_type == "DequantizeLinear" and n.input[0].endswith("int8_weights")]
-    assert not weight_dequantize
+                          op.constant((rng.uniform(0.5, 2, (5, 1)) / 127).astype(np.float32)))
+    out = op.add(op.matmul(flat, weights, False, True),
+                 op.constant(rng.standard_normal(bias_shape).astype(np.float32)))
     feeds = {"x": rng.uniform(0, 5, (1, 4, 2, 2)).astype(np.float32)}
-    np.testing.assert_allclose(session.run(None, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
+    return ov.Model([out], [x]), feeds
+
+
+@pytest.mark.parametrize("bias_shape", [(5,), (1, 5)])
+def test_classifier_after_a_computed_flatten_runs_as_integer_matmul(tmp_path, bias_shape):
+    """The classifier head is lifted to 3-D (Unsqueeze, bias [1, 1, N], Squeeze) with its int8 weights, so
+    onnxruntime fuses MatMulIntegerToFloat (exact integer sums) instead of a float Gemm that would dequantize
+    the weights on every call (or, given float weights, read 4x the bytes); the output keeps its shape and
+    OpenVINO's values."""
+    model, feeds = _classifier_model(bias_shape)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert ops.count("Unsqueeze") == 1 and ops.count("Squeeze") == 1
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "MatMulIntegerToFloat" in optimized and "Gemm" not in optimized
+    got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
+    assert got.shape == want.shape == (1, 5)
+    np.testing.assert_allclose(got, want, **ACCUMULATION)
 
 
 def _stem_model(channels, size, kernel, stride, pads_begin, pads_end, seed):

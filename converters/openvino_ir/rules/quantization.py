@@ -16,8 +16,9 @@ zero point: input range == output range, input_high > input_low, the limits vary
 levels < 256), constant weights an int8 initializer holding the integer levels computed with the reference
 formula + DequantizeLinear, so onnxruntime's QDQ fusions run integer convolutions and matmuls;
 dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take
-(moves the per-channel input scales of depthwise convolutions into their weights, and writes a 1x1
-convolution whose output is not quantized as a channels-last MatMul onnxruntime runs on integers).
+(moves the per-channel input scales of depthwise convolutions into their weights, writes a 1x1
+convolution whose output is not quantized as a channels-last MatMul onnxruntime runs on integers, a classifier
+head as a 3-D MatMul for the same reason, and a strided stem convolution of few channels on SpaceToDepth).
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
 plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
@@ -481,16 +482,31 @@ def _per_axis(full: np.ndarray) -> tuple[np.ndarray, int | None] | None:
 
 
 def _rank(name: str, producer: dict, values: dict) -> int | None:
-    """Rank of ONNX value `name` when the nodes before it tell (a Reshape to a constant shape), else None."""
+    """Rank of ONNX value `name` when the nodes before it tell (a Reshape to a shape of known length), else
+    None."""
     for _ in range(8):
         node = producer.get(name)
         if node is None:
             return None
-        if node.op_type == "Reshape" and node.input[1] in values:
-            return int(values[node.input[1]].size)
+        if node.op_type == "Reshape":
+            return _length(node.input[1], producer, values)
         if node.op_type not in ("QuantizeLinear", "DequantizeLinear", "Relu", "Clip"):
             return None
         name = node.input[0]
+    return None
+
+
+def _length(name: str, producer: dict, values: dict) -> int | None:
+    """Number of elements of a 1-D shape tensor made of constants, Gathers at constant indices and their
+    Concat (a flatten's computed shape [batch, -1]), else None."""
+    if name in values:
+        return int(values[name].size)
+    node = producer.get(name)
+    if node is not None and node.op_type == "Gather" and node.input[1] in values:
+        return int(values[node.input[1]].size)
+    if node is not None and node.op_type == "Concat":
+        lengths = [_length(i, producer, values) for i in node.input]
+        return None if None in lengths else sum(lengths)
     return None
 
 
@@ -660,6 +676,10 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
     rewritten, dead = 0, set()
     for mul in [n for n in nodes if n.op_type == "Mul"]:
         weights = _weight_chain(graph, mul)
+        if weights is not None and _classifier_as_integer_matmul(graph, weights):
+            dead.update(id(n) for n in weights.tail)
+            rewritten += 1
+            continue
         if weights is None or not _integer_input(graph, weights.reader):
             continue  # weights of a float (or per-channel quantized) input stay float: folded by onnxruntime
         reader = weights.reader
@@ -690,6 +710,48 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
     _conv_bias(nodes, initializers, keep)
     _space_to_depth(nodes, initializers, keep, _static_shapes(inputs))
     return rewritten
+
+
+def _classifier_as_integer_matmul(graph: _Graph, weights: _Weights) -> bool:
+    """A 2-D MatMul of quantized data (also across a flatten) by nncf's int8 weights + a bias Add (a
+    classifier head) -> Unsqueeze to 3-D, MatMul by DequantizeLinear(int8 weights), Add of the bias as
+    [1, 1, N], Squeeze back. Left 2-D, onnxruntime fuses MatMul + Add into a float Gemm before its QDQ
+    fusions (dequantizing the weights on every call, or, given float weights, reading 4x the bytes); in 3-D
+    it runs MatMulIntegerToFloat: exact integer sums times the scales, then the bias in float. Returns False
+    (nothing changed) where the MatMul is not such a head."""
+    from onnx import helper
+
+    matmul, q = weights.reader, weights.q
+    if matmul.op_type != "MatMul" or q.ndim != 2 or q.dtype != np.int8 or matmul.output[0] in graph.keep \
+            or _rank(matmul.input[0], graph.producer, graph.values) != 2:
+        return False
+    data = _dequantized_input(matmul.input[0], graph.producer)
+    add = graph.only_reader(matmul.output[0])
+    if data is None or graph.values.get(data.input[1], np.ones(2)).size != 1 or add is None \
+            or add.op_type != "Add":
+        return False
+    other = add.input[1] if add.input[0] == matmul.output[0] else add.input[0]
+    bias = graph.values.get(other)
+    if bias is None or bias.dtype != np.float32 or bias.shape not in ((q.shape[1],), (1, q.shape[1])):
+        return False
+    found = weights.per_axis()
+    if found is None or found[2] not in (None, 1):
+        return False
+    scales, zeros, axis = found
+    stem = weights.mul.name or weights.value
+    names = [graph.add(f"{stem}/int8_weights", q), graph.add(f"{stem}/scale", scales),
+             graph.add(f"{stem}/zero_point", zeros), graph.add(f"{stem}/outer_axis", np.array([0], np.int64))]
+    graph.nodes[graph.nodes.index(weights.mul)] = _dequantize_node(names[:3], weights.value,
+                                                                   f"{stem}/DequantizeLinear", axis)
+    lifted, result = f"{stem}/input_3d", add.output[0]
+    graph.nodes.insert(graph.nodes.index(matmul), helper.make_node(
+        "Unsqueeze", [matmul.input[0], names[3]], [lifted], name=lifted))
+    matmul.input[0] = lifted
+    add.input[:] = [matmul.output[0], graph.add(f"{stem}/bias_3d", bias.reshape(1, 1, -1))]
+    add.output[0] = f"{stem}/output_3d"
+    graph.nodes.insert(graph.nodes.index(add) + 1, helper.make_node(
+        "Squeeze", [add.output[0], names[3]], [result], name=f"{stem}/output_2d"))
+    return True
 
 
 def _dequantize_node(inputs: list, output: str, name: str, axis):
@@ -1069,4 +1131,4 @@ def _space_to_depth_parameters(conv, values, producer, readers, keep, shapes):
 
 
 NUMPY_CODES = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8,
-               np.dtype(np.float32): TensorProto.FLOAT}
+               np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64}
