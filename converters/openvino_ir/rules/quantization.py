@@ -1052,8 +1052,8 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
     x a 2-D image of few channels (SPACE_TO_DEPTH_CHANNELS) and static shape, becomes Pad(x, z) ->
     SpaceToDepth(b) -> DequantizeLinear -> Conv(stride 1, kernel ceil(k / b), weights rearranged alike, zeros
     where the kernel grew): the same products and integer sums in another order (padding is z, whose
-    dequantized value is 0, as the convolution's own padding; the zero weights added meet only padding or
-    nothing; a negative end crops rows no output reads). onnxruntime's QLinearConv runs b*b*C input channels
+    dequantized value is 0, as the convolution's own padding; the zero weights added multiply dequantized
+    integers, finite, so add exact zeros; a negative end crops rows no output reads). onnxruntime's QLinearConv runs b*b*C input channels
     at stride 1 faster than C at stride b (SPACE_TO_DEPTH_CHANNELS)."""
     from onnx import helper
 
