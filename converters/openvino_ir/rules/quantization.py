@@ -1032,9 +1032,14 @@ def _conv_bias(nodes: list, initializers: list, keep: set) -> None:
     nodes[:] = [n for n in nodes if id(n) not in dead]
 
 
-#: a strided integer convolution with at most this many input channels (an image model's stem) is rewritten
-#: by _space_to_depth: resnet18's 7x7/2 stem on RGB, QLinearConv 1180 -> 860 us, measured in onnxruntime 1.32
-SPACE_TO_DEPTH_CHANNELS = 4
+#: onnxruntime's direct integer convolution (MLAS ConvSym) takes input channels in groups of this many; with
+#: other counts QLinearConv falls back to im2col + GEMM
+CHANNEL_GROUP = 4
+#: a strided integer convolution of at most this many input channels (an image model's stem) is rewritten by
+#: _space_to_depth when stride² · channels fills whole groups (measured, onnxruntime 1.32, 7x7/2 from 224x224
+#: to 64 channels: 0.64x the time on 1 channel, 0.77x on 3; 0.79x for 3x3/2 on 3 channels; 1.10x on 4 channels
+#: and 1.20x for 7x7/3 on 3 channels, 27 after the rewrite, which are left as they are)
+SPACE_TO_DEPTH_CHANNELS = 3
 
 
 def _static_shapes(inputs) -> dict:
@@ -1053,8 +1058,9 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
     SpaceToDepth(b) -> DequantizeLinear -> Conv(stride 1, kernel ceil(k / b), weights rearranged alike, zeros
     where the kernel grew): the same products and integer sums in another order (padding is z, whose
     dequantized value is 0, as the convolution's own padding; the zero weights added multiply dequantized
-    integers, finite, so add exact zeros; a negative end crops rows no output reads). onnxruntime's QLinearConv runs b*b*C input channels
-    at stride 1 faster than C at stride b (SPACE_TO_DEPTH_CHANNELS)."""
+    integers, finite, so add exact zeros; a negative end crops rows no output reads). onnxruntime's
+    QLinearConv runs b*b*C input channels at stride 1 on its direct kernel, C of them at stride b through
+    im2col (CHANNEL_GROUP, SPACE_TO_DEPTH_CHANNELS)."""
     from onnx import helper
 
     values = {name: array for name, _, array in initializers}
@@ -1111,6 +1117,7 @@ def _space_to_depth_parameters(conv, values, producer, readers, keep, shapes):
     if data is not None or scale is None or scale.size != 1 or zero is None or zero.dtype != np.uint8 \
             or q is None or q.dtype != np.int8 or q.ndim != 4 or weight_zero is None or np.any(weight_zero != 0) \
             or shape is None or len(shape) != 4 or not 1 <= shape[1] <= SPACE_TO_DEPTH_CHANNELS \
+            or strides[0] * strides[0] * shape[1] % CHANNEL_GROUP \
             or q.shape[1] != shape[1] or attributes.get("group", 1) != 1 \
             or attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") \
             or any(v != 1 for v in attributes.get("dilations", [1, 1])) \
