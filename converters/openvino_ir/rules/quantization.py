@@ -1054,11 +1054,12 @@ def _static_shapes(inputs) -> dict:
 
 def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) -> None:
     """DequantizeLinear(x, s_x, z) -> Conv(DequantizeLinear(int8 w, s_w, 0), bias, stride b) -> QuantizeLinear,
-    x a 2-D image of few channels (SPACE_TO_DEPTH_CHANNELS) and static shape, becomes Pad(x, z) ->
-    SpaceToDepth(b) -> DequantizeLinear -> Conv(stride 1, kernel ceil(k / b), weights rearranged alike, zeros
-    where the kernel grew): the same products and integer sums in another order (padding is z, whose
-    dequantized value is 0, as the convolution's own padding; the zero weights added multiply dequantized
-    integers, finite, so add exact zeros; a negative end crops rows no output reads). onnxruntime's
+    x a 2-D image of few channels (SPACE_TO_DEPTH_CHANNELS) and static shape, becomes SpaceToDepth(b) ->
+    DequantizeLinear -> Conv(stride 1, kernel ceil((k + shift) / b), the weights rearranged alike, zeros where
+    the kernel grew, padded in whole blocks): the same products and integer sums in another order (the zero
+    weights added multiply dequantized integers, finite, so add exact zeros). Where the image or the padding
+    after is not whole blocks, a Pad(x, z) first (z dequantizes to 0, as the convolution's own padding; a
+    negative end crops rows no output reads) and no shift. onnxruntime's
     QLinearConv runs b*b*C input channels at stride 1 on its direct kernel, C of them at stride b through
     im2col (CHANNEL_GROUP, SPACE_TO_DEPTH_CHANNELS)."""
     from onnx import helper
@@ -1073,32 +1074,39 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
         found = _space_to_depth_parameters(conv, values, producer, readers, keep, shapes)
         if found is None:
             continue
-        dq, weights_dq, block, kernel, begin, end = found
+        dq, weights_dq, block, kernel, shift, begin, end, padded = found
         q = values[weights_dq.input[0]]
         out_channels, channels = q.shape[:2]
         grown = np.zeros((out_channels, channels) + tuple(block * k for k in kernel), np.int8)
-        grown[:, :, :q.shape[2], :q.shape[3]] = q
+        grown[:, :, shift[0]:shift[0] + q.shape[2], shift[1]:shift[1] + q.shape[3]] = q
         rearranged = grown.reshape(out_channels, channels, kernel[0], block, kernel[1], block) \
             .transpose(0, 3, 5, 1, 2, 4).reshape(out_channels, block * block * channels, *kernel)
         stem = conv.name or conv.output[0]
-        names = [f"{stem}/space_to_depth_weights", f"{stem}/space_to_depth_pads"]
-        for name, array in zip(names, (rearranged, np.array([0, 0, *begin, 0, 0, *end], np.int64))):
-            initializers.append((name, TensorProto.INT8 if array.dtype == np.int8 else TensorProto.INT64, array))
-        padded, moved = f"{stem}/space_to_depth_padded", f"{stem}/space_to_depth"
+        weights = f"{stem}/space_to_depth_weights"
+        initializers.append((weights, TensorProto.INT8, rearranged))
+        weights_dq.input[0] = weights
+        moved, data = f"{stem}/space_to_depth", dq.input[0]
+        added = [helper.make_node("SpaceToDepth", [data], [moved], name=moved, blocksize=block)]
+        if padded:
+            pads = (f"{stem}/space_to_depth_pads", np.array([0, 0, *begin, 0, 0, *end], np.int64))
+            initializers.append((pads[0], TensorProto.INT64, pads[1]))
+            added.insert(0, helper.make_node("Pad", [data, pads[0], dq.input[2]], [f"{moved}_padded"],
+                                             name=f"{moved}_padded"))
+            added[1].input[0] = f"{moved}_padded"
         index = nodes.index(dq)
-        nodes[index:index] = [
-            helper.make_node("Pad", [dq.input[0], names[1], dq.input[2]], [padded], name=padded),
-            helper.make_node("SpaceToDepth", [padded], [moved], name=moved, blocksize=block)]
+        nodes[index:index] = added
         dq.input[0] = moved
-        weights_dq.input[0] = names[0]
         attributes = [a for a in conv.attribute if a.name not in ("strides", "pads", "kernel_shape", "auto_pad")]
+        if not padded:
+            attributes.append(helper.make_attribute("pads", [*begin, *end]))
         del conv.attribute[:]
         conv.attribute.extend(attributes + [helper.make_attribute("kernel_shape", list(kernel))])
 
 
 def _space_to_depth_parameters(conv, values, producer, readers, keep, shapes):
-    """(DequantizeLinear of the data, of the weights, block, new kernel, pads before, pads after) of a Conv
-    _space_to_depth rewrites, else None."""
+    """(DequantizeLinear of the data, of the weights, block, new kernel, shift of the weights in it, pads
+    before, pads after, whether they are a Pad's (else the Conv's, in blocks)) of a Conv _space_to_depth
+    rewrites, else None."""
     from onnx import helper
 
     attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
@@ -1117,24 +1125,31 @@ def _space_to_depth_parameters(conv, values, producer, readers, keep, shapes):
     if data is not None or scale is None or scale.size != 1 or zero is None or zero.dtype != np.uint8 \
             or q is None or q.dtype != np.int8 or q.ndim != 4 or weight_zero is None or np.any(weight_zero != 0) \
             or shape is None or len(shape) != 4 or not 1 <= shape[1] <= SPACE_TO_DEPTH_CHANNELS \
-            or strides[0] * strides[0] * shape[1] % CHANNEL_GROUP \
             or q.shape[1] != shape[1] or attributes.get("group", 1) != 1 \
             or attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") \
             or any(v != 1 for v in attributes.get("dilations", [1, 1])) \
             or len(strides) != 2 or strides[0] != strides[1] or strides[0] < 2 \
+            or strides[0] * strides[0] * shape[1] % CHANNEL_GROUP \
             or not _quantized_after(conv, readers, values) or (len(conv.input) > 2 and conv.input[2] not in values):
         return None
     block = strides[0]
     pads = list(attributes.get("pads", [0, 0, 0, 0]))
-    kernel, end = [], []
-    for axis in (0, 1):
-        size, k = shape[2 + axis], q.shape[2 + axis]
-        out = (size + pads[axis] + pads[axis + 2] - k) // block + 1
-        kernel.append(-(-k // block))
-        end.append(block * (out - 1 + kernel[-1]) - size - pads[axis])
-        if out < 1:
-            return None
-    return dq, weights_dq, block, kernel, pads[:2], end
+    sizes, ks = shape[2:], q.shape[2:]
+    outs = [(sizes[a] + pads[a] + pads[a + 2] - ks[a]) // block + 1 for a in (0, 1)]
+    if min(outs) < 1:
+        return None
+    # the convolution pads the blocks itself: the kernel shifted by `shift` zeros so the padding before is
+    # whole blocks, the image whole blocks, no padding after missing
+    shift = [-pads[a] % block for a in (0, 1)]
+    kernel = [-(-(ks[a] + shift[a]) // block) for a in (0, 1)]
+    begin = [(pads[a] + shift[a]) // block for a in (0, 1)]
+    end = [outs[a] - 1 + kernel[a] - sizes[a] // block - begin[a] for a in (0, 1)]
+    if all(sizes[a] % block == 0 and end[a] >= 0 for a in (0, 1)):
+        return dq, weights_dq, block, kernel, shift, begin, end, False
+    # else a Pad first, to whole blocks (a negative end crops rows no output reads)
+    kernel = [-(-k // block) for k in ks]
+    end = [block * (outs[a] - 1 + kernel[a]) - sizes[a] - pads[a] for a in (0, 1)]
+    return dq, weights_dq, block, kernel, [0, 0], pads[:2], end, True
 
 
 NUMPY_CODES = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8,
