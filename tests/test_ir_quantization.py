@@ -477,12 +477,16 @@ def test_classifier_after_a_computed_flatten_runs_as_integer_matmul(tmp_path, bi
     np.testing.assert_allclose(got, want, **ACCUMULATION)
 
 
-def _stem_model(channels, size, kernel, stride, pads_begin, pads_end, seed):
-    """x -> FakeQuantize -> strided Conv with nncf's per-channel int8 weights -> bias Add -> FakeQuantize (an
-    image model's stem)."""
+def _stem_model(channels, size, kernel, stride, pads_begin, pads_end, seed, preprocess=False):
+    """x [-> - mean, * scale] -> FakeQuantize -> strided Conv with nncf's per-channel int8 weights -> bias Add
+    -> FakeQuantize (an image model's stem)."""
     rng = np.random.default_rng(seed)
     x = op.parameter([1, channels, *size], ov.Type.f32, name="x")
-    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-128, 127, 0.02)], 256)
+    image = x
+    if preprocess:
+        image = op.multiply(op.subtract(x, op.constant(np.float32(rng.uniform(0, 1, (1, channels, 1, 1))))),
+                            op.constant(np.float32(1.5)))
+    data = op.fake_quantize(image, *[op.constant(v) for v in _step_limits(-128, 127, 0.02)], 256)
     q = rng.integers(-127, 128, (8, channels, *kernel)).astype(np.int8)
     scale = (np.geomspace(0.05, 2, 8).reshape(8, 1, 1, 1) / 127).astype(np.float32)
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
@@ -494,14 +498,15 @@ def _stem_model(channels, size, kernel, stride, pads_begin, pads_end, seed):
 
 
 #: (input channels, spatial size, kernel, stride, pads begin, pads end), whether a Pad comes first (sizes not
-#: whole blocks): resnet's 7x7/2 stem, asymmetric padding, odd sizes, a kernel smaller than the stride, a
-#: non-square kernel, no padding
+#: whole blocks), whether a mean and scale come before the FakeQuantize: resnet's 7x7/2 stem, asymmetric
+#: padding, odd sizes, a kernel smaller than the stride, a non-square kernel, no padding
 STEM_CASES = {
-    "resnet_stem": ((3, (16, 16), (7, 7), 2, [3, 3], [3, 3]), False),
-    "even_asymmetric": ((2, (12, 16), (5, 5), 2, [1, 2], [2, 1]), False),
-    "odd_size": ((1, (15, 13), (3, 3), 2, [1, 1], [1, 1]), True),
-    "stride_4_asymmetric": ((3, (14, 17), (3, 5), 4, [2, 0], [1, 2]), True),
-    "rectangular_unpadded": ((2, (9, 10), (2, 3), 2, [0, 0], [0, 0]), True),
+    "resnet_stem": ((3, (16, 16), (7, 7), 2, [3, 3], [3, 3]), False, False),
+    "even_asymmetric": ((2, (12, 16), (5, 5), 2, [1, 2], [2, 1]), False, False),
+    "odd_size": ((1, (15, 13), (3, 3), 2, [1, 1], [1, 1]), True, False),
+    "stride_4_asymmetric": ((3, (14, 17), (3, 5), 4, [2, 0], [1, 2]), True, False),
+    "rectangular_unpadded": ((2, (9, 10), (2, 3), 2, [0, 0], [0, 0]), True, False),
+    "after_mean_and_scale": ((3, (8, 8), (3, 3), 2, [1, 1], [1, 1]), False, True),
 }
 
 
@@ -512,8 +517,8 @@ def test_strided_stem_convolution_runs_on_space_to_depth(tmp_path, monkeypatch, 
     same values as on the convolution as written (the same integer sums), within one level of OpenVINO."""
     from converters.openvino_ir.rules import quantization
 
-    case, padded = STEM_CASES[case_id]
-    model, feeds = _stem_model(*case, seed=len(case_id))
+    case, padded, preprocess = STEM_CASES[case_id]
+    model, feeds = _stem_model(*case, seed=len(case_id), preprocess=preprocess)
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     assert ops.count("SpaceToDepth") == 1 and ops.count("Pad") == int(padded)

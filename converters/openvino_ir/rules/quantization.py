@@ -1054,7 +1054,8 @@ def _static_shapes(inputs) -> dict:
 
 def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) -> None:
     """DequantizeLinear(x, s_x, z) -> Conv(DequantizeLinear(int8 w, s_w, 0), bias, stride b) -> QuantizeLinear,
-    x a 2-D image of few channels (SPACE_TO_DEPTH_CHANNELS) and static shape, becomes SpaceToDepth(b) ->
+    x a 2-D image of few channels (SPACE_TO_DEPTH_CHANNELS) and static shape (a graph input, possibly after a
+    mean and scale: _static_shape), becomes SpaceToDepth(b) ->
     DequantizeLinear -> Conv(stride 1, kernel ceil((k + shift) / b), the weights rearranged alike, zeros where
     the kernel grew, padded in whole blocks): the same products and integer sums in another order (the zero
     weights added multiply dequantized integers, finite, so add exact zeros). Where the image or the padding
@@ -1103,6 +1104,25 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
         conv.attribute.extend(attributes + [helper.make_attribute("kernel_shape", list(kernel))])
 
 
+def _static_shape(name: str, producer: dict, values: dict, shapes: dict, depth: int = 0):
+    """The shape of `name` when it is a graph input of static shape in `shapes`, or reaches one through
+    arithmetic with constants that do not broadcast it further (a mean / scale preprocessing), else None."""
+    if name in shapes:
+        return tuple(shapes[name])
+    node = producer.get(name)
+    if depth > 8 or node is None or node.op_type not in ("Sub", "Add", "Mul", "Div") or len(node.input) != 2:
+        return None
+    data = [i for i in node.input if i not in values]
+    if len(data) != 1:
+        return None
+    shape = _static_shape(data[0], producer, values, shapes, depth + 1)
+    constant = values[node.input[1] if node.input[0] == data[0] else node.input[0]]
+    try:
+        return shape if shape is not None and np.broadcast_shapes(shape, constant.shape) == shape else None
+    except ValueError:
+        return None
+
+
 def _space_to_depth_parameters(conv, values, producer, readers, keep, shapes):
     """(DequantizeLinear of the data, of the weights, block, new kernel, shift of the weights in it, pads
     before, pads after, whether they are a Pad's (else the Conv's, in blocks)) of a Conv _space_to_depth
@@ -1120,7 +1140,8 @@ def _space_to_depth_parameters(conv, values, producer, readers, keep, shapes):
     q = values.get(weights_dq.input[0])
     weight_zero = values.get(weights_dq.input[2]) if len(weights_dq.input) > 2 else np.zeros(1, np.int8)
     source = producer.get(dq.input[0])
-    shape = shapes.get(source.input[0]) if source is not None and source.op_type == "QuantizeLinear" else None
+    shape = _static_shape(source.input[0], producer, values, shapes) \
+        if source is not None and source.op_type == "QuantizeLinear" else None
     strides = list(attributes.get("strides", [1, 1]))
     if data is not None or scale is None or scale.size != 1 or zero is None or zero.dtype != np.uint8 \
             or q is None or q.dtype != np.int8 or q.ndim != 4 or weight_zero is None or np.any(weight_zero != 0) \
