@@ -1055,14 +1055,13 @@ def _static_shapes(inputs) -> dict:
 def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) -> None:
     """DequantizeLinear(x, s_x, z) -> Conv(DequantizeLinear(int8 w, s_w, 0), bias, stride b) -> QuantizeLinear,
     x a 2-D image of few channels (SPACE_TO_DEPTH_CHANNELS) and static shape (a graph input, possibly after a
-    mean and scale: _static_shape), becomes SpaceToDepth(b) ->
-    DequantizeLinear -> Conv(stride 1, kernel ceil((k + shift) / b), the weights rearranged alike, zeros where
-    the kernel grew, padded in whole blocks): the same products and integer sums in another order (the zero
-    weights added multiply dequantized integers, finite, so add exact zeros). Where the image or the padding
-    after is not whole blocks, a Pad(x, z) first (z dequantizes to 0, as the convolution's own padding; a
-    negative end crops rows no output reads) and no shift. onnxruntime's
-    QLinearConv runs b*b*C input channels at stride 1 on its direct kernel, C of them at stride b through
-    im2col (CHANNEL_GROUP, SPACE_TO_DEPTH_CHANNELS)."""
+    mean and scale: _static_shape), becomes SpaceToDepth(b) -> DequantizeLinear -> Conv(stride 1, kernel
+    ceil((k + shift) / b), the weights rearranged alike, zeros where the kernel grew, padded in whole blocks):
+    the same products and integer sums in another order (the zero weights added multiply dequantized
+    integers, finite, so add exact zeros). Where the image or the padding after is not whole blocks, a
+    Pad(x, z) first (z dequantizes to 0, as the convolution's own padding; a negative end crops rows no output
+    reads) and no shift. onnxruntime's QLinearConv runs b*b*C input channels at stride 1 on its direct kernel,
+    C of them at stride b through im2col (CHANNEL_GROUP, SPACE_TO_DEPTH_CHANNELS)."""
     from onnx import helper
 
     values = {name: array for name, _, array in initializers}
