@@ -464,3 +464,40 @@ def test_classifier_after_a_computed_flatten_keeps_float_weights(tmp_path):
     assert not weight_dequantize
     feeds = {"x": rng.uniform(0, 5, (1, 4, 2, 2)).astype(np.float32)}
     np.testing.assert_allclose(session.run(None, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
+
+
+def _average_pool_model(axes, keep_dims=True, shape=(2, 16, 7, 7)):
+    """x -> FakeQuantize -> ReduceMean(axes) -> FakeQuantize: a squeeze-excitation block's average pool."""
+    x = op.parameter(list(shape), ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-20, 235, 0.02)], 256)
+    mean = op.reduce_mean(data, op.constant(np.array(axes, np.int64)), keep_dims)
+    out = op.fake_quantize(mean, *[op.constant(v) for v in _step_limits(0, 255, 0.004)], 256)
+    feeds = {"x": np.random.default_rng(len(shape) * 10 + len(axes)).uniform(-0.5, 2, shape).astype(np.float32)}
+    return ov.Model([out], [x]), feeds
+
+
+@pytest.mark.parametrize("axes", [[2, 3], [-1, -2]])
+def test_quantized_spatial_mean_runs_as_integer_global_average_pool(tmp_path, axes):
+    """FakeQuantize -> ReduceMean over H, W (keep_dims) -> FakeQuantize becomes GlobalAveragePool, which
+    onnxruntime fuses into QLinearGlobalAveragePool; the values stay OpenVINO's (a level apart at most, on
+    near-ties), in the fused and the unfused graph."""
+    model, feeds = _average_pool_model(axes)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert "GlobalAveragePool" in ops and "ReduceMean" not in ops
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QLinearGlobalAveragePool" in optimized and "GlobalAveragePool" not in optimized
+    want = _run_ov(model, feeds)[0]
+    for got in (session.run(None, feeds)[0], _run_onnx(onnx_model, feeds)[0]):
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.004 * 1.01)
+        assert np.mean(got == want) > 0.95
+
+
+@pytest.mark.parametrize("axes, keep_dims, shape", [([1], True, (2, 16, 7, 7)), ([2, 3], False, (2, 16, 7, 7)),
+                                                     ([2, 3], True, (2, 16, 3, 7, 7))])
+def test_other_quantized_means_stay_reduce_mean(axes, keep_dims, shape):
+    model, feeds = _average_pool_model(axes, keep_dims, shape)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert "ReduceMean" in ops and "GlobalAveragePool" not in ops
+    np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.004 * 1.01)

@@ -17,7 +17,9 @@ levels < 256), constant weights an int8 initializer holding the integer levels c
 formula + DequantizeLinear, so onnxruntime's QDQ fusions run integer convolutions and matmuls;
 dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take
 (moves the per-channel input scales of depthwise convolutions into their weights, and writes a 1x1
-convolution whose output is not quantized as a channels-last MatMul onnxruntime runs on integers).
+convolution whose output is not quantized as a channels-last MatMul onnxruntime runs on integers); a
+quantized spatial mean of quantized data (squeeze-excitation) is written GlobalAveragePool, which onnxruntime
+runs as QLinearGlobalAveragePool.
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
 plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
@@ -182,9 +184,37 @@ def _qdq(ctx, node, levels: int) -> str | None:
     if levels < 256:  # QuantizeLinear clamps to [0, 255] only: clamp to the limits first
         x = ctx.emit("Clip", [x, ctx.const(il.reshape(()), "low"), ctx.const(ih.reshape(()), "high")])
     point = ctx.const(zero.astype(np.uint8) if axis is not None else zero.astype(np.uint8).reshape(()), "zero_point")
+    if axis is None:
+        _spatial_mean_as_global_pool(ctx, node)
     quantized = ctx.emit("QuantizeLinear", [x, scale_name, point], **per_axis)
     ctx.emit("DequantizeLinear", [quantized, scale_name, point], [ctx.out(node)], **per_axis)
     return None
+
+
+def _spatial_mean_as_global_pool(ctx, node) -> None:
+    """A FakeQuantize (per tensor) of ReduceMean(x, axes {2, 3}, keep_dims) of a 4-D x that is itself
+    quantized per tensor (a squeeze-excitation block's average pool): the ReduceMean already emitted becomes
+    GlobalAveragePool, the same mean, which onnxruntime fuses with the DequantizeLinear before it and the
+    QuantizeLinear after it into QLinearGlobalAveragePool (integer sums; DequantizeLinear -> ReduceMean ->
+    QuantizeLinear stays three float ops on the whole tensor)."""
+    mean = node.input_value(0).get_node()
+    if mean.get_type_name() != "ReduceMean" or ctx.rank(mean, 0) != 4 \
+            or not mean.get_attributes().get("keep_dims", False) or len(node.input_value(0).get_target_inputs()) != 1:
+        return
+    axes = ctx.const_value(mean, 1)
+    if axes is None or sorted(int(a) % 4 for a in axes.reshape(-1)) != [2, 3]:
+        return
+    name = ctx.value(mean.output(0))
+    index = next((i for i in range(len(ctx.nodes) - 1, -1, -1) if name in ctx.nodes[i].output), None)
+    if index is None or ctx.nodes[index].op_type != "ReduceMean":
+        return
+    data = ctx.nodes[index].input[0]
+    dq = next((n for n in reversed(ctx.nodes[:index]) if data in n.output), None)
+    if dq is None or dq.op_type != "DequantizeLinear" or any(a.name == "axis" for a in dq.attribute):
+        return
+    from onnx import helper
+
+    ctx.nodes[index] = helper.make_node("GlobalAveragePool", [data], [name], name=ctx.nodes[index].name)
 
 
 # -- weight decompression ---------------------------------------------------------------------------------
