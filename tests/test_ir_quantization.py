@@ -501,3 +501,24 @@ def test_other_quantized_means_stay_reduce_mean(axes, keep_dims, shape):
     ops = [n.op_type for n in onnx_model.graph.node]
     assert "ReduceMean" in ops and "GlobalAveragePool" not in ops
     np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.004 * 1.01)
+
+
+def test_matmul_after_a_computed_flatten_without_bias_runs_on_integers(tmp_path):
+    """FakeQuantize -> Reshape to a computed 2-D shape -> MatMul with nncf's int8 weights and no bias Add
+    (mobilenet_v3's first classifier layer, its zero bias removed): int8 DequantizeLinear weights, which
+    onnxruntime fuses into MatMulIntegerToFloat (exact integer sums) instead of a float MatMul."""
+    rng = np.random.default_rng(11)
+    x = op.parameter([1, 32, 1, 1], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    batch = op.gather(op.shape_of(data), op.constant(np.array([0], np.int64)), op.constant(np.int64(0)))
+    flat = op.reshape(data, op.concat([batch, op.constant(np.array([-1], np.int64))], 0), False)
+    q = rng.integers(-127, 128, (24, 32)).astype(np.int8)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
+                          op.constant((rng.uniform(0.5, 2, (24, 1)) / 127).astype(np.float32)))
+    model = ov.Model([op.hswish(op.matmul(flat, weights, False, True))], [x])
+    onnx_model = import_ir(model)
+    assert any(n.op_type == "DequantizeLinear" and n.input[0].endswith("int8_weights") for n in onnx_model.graph.node)
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "MatMulIntegerToFloat" in optimized and "MatMul" not in optimized
+    feeds = {"x": rng.uniform(0, 5, (1, 32, 1, 1)).astype(np.float32)}
+    np.testing.assert_allclose(session.run(None, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)

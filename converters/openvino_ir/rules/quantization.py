@@ -689,7 +689,8 @@ def dequantized_weights(nodes: list, initializers: list, outputs=()) -> int:
     rewritten, dead = 0, set()
     for mul in [n for n in nodes if n.op_type == "Mul"]:
         weights = _weight_chain(graph, mul)
-        if weights is None or not _integer_input(graph, weights.reader):
+        if weights is None or not (_integer_input(graph, weights.reader)
+                                   or _flattened_input_without_bias(graph, weights.reader)):
             continue  # weights of a float (or per-channel quantized) input stay float: folded by onnxruntime
         reader = weights.reader
         if reader.op_type in ("Conv", "ConvTranspose") and not _quantized_after(reader, graph.readers, graph.values):
@@ -737,6 +738,17 @@ def _integer_input(graph: _Graph, reader) -> bool:
         data = graph.producer.get(reader.input[0])
     return data is not None and data.op_type == "DequantizeLinear" \
         and graph.values.get(data.input[1], np.ones(2)).size == 1
+
+
+def _flattened_input_without_bias(graph: _Graph, reader) -> bool:
+    """Whether `reader` is a MatMul whose data input is a per-tensor DequantizeLinear moved by a Reshape
+    (a classifier after a computed flatten) and whose output no Add reads: onnxruntime moves the
+    DequantizeLinear across the Reshape and fuses MatMulIntegerToFloat (with a bias Add it would make a float
+    Gemm first, which dequantizes int8 weights on every call: those stay float)."""
+    if reader.op_type != "MatMul" or any(n.op_type == "Add" for n in graph.readers.get(reader.output[0], [])):
+        return False
+    data = _dequantized_input(reader.input[0], graph.producer)
+    return data is not None and graph.values.get(data.input[1], np.ones(2)).size == 1
 
 
 #: ops that may follow a 1x1 convolution in channels-last layout unchanged (elementwise, no attribute that
