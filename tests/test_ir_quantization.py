@@ -399,7 +399,7 @@ def test_conv_after_max_pool_keeps_per_channel_int8_weights(tmp_path):
         assert np.mean(got == want) > 0.95
 
 
-def _pointwise_model(kernel=1, also_float=False):
+def _pointwise_model(kernel=1, also_float=False, bias=True):
     """x -> FakeQuantize -> Conv kernel x kernel with nncf's int8 weights -> bias Add -> HSwish -> per-channel
     Multiply -> FakeQuantize: a convolution whose own output is not quantized (mobilenet_v3's expand convs)."""
     rng = np.random.default_rng(17)
@@ -410,7 +410,7 @@ def _pointwise_model(kernel=1, also_float=False):
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
     pad = [kernel // 2] * 2
     conv = op.convolution(data, weights, [1, 1], pad, pad, [1, 1])
-    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32)))
+    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32))) if bias else conv
     activated = op.hswish(biased)
     scaled = op.multiply(activated, op.constant(rng.uniform(0.5, 2, (1, 8, 1, 1)).astype(np.float32)))
     out = op.fake_quantize(scaled, *[op.constant(v) for v in _step_limits(-128, 127, 0.04)], 256)
@@ -418,17 +418,20 @@ def _pointwise_model(kernel=1, also_float=False):
     return ov.Model([out, activated] if also_float else [out], [x]), feeds
 
 
-@pytest.mark.parametrize("also_float", [False, True])
-def test_pointwise_conv_with_float_output_runs_as_integer_matmul(tmp_path, also_float):
-    """A 1x1 convolution of quantized data whose output is not quantized becomes Transpose -> MatMul(int8
-    DequantizeLinear weights) -> bias, activation, per-channel Mul and QuantizeLinear channels last ->
-    Transpose: onnxruntime fuses MatMulIntegerToFloat (exact integer sums); the values stay OpenVINO's."""
-    model, feeds = _pointwise_model(also_float=also_float)
+@pytest.mark.parametrize("also_float, bias", [(False, True), (True, True), (False, False)])
+def test_pointwise_conv_with_float_output_runs_as_integer_matmul(tmp_path, also_float, bias):
+    """A 1x1 convolution of quantized data whose output is not quantized becomes Transpose of the uint8 data
+    -> com.microsoft MatMulIntegerToFloat (int8 weights, exact integer sums, the bias Add after the convolution
+    taken in) -> activation, per-channel Mul and QuantizeLinear channels last -> Transpose; the values stay
+    OpenVINO's."""
+    model, feeds = _pointwise_model(also_float=also_float, bias=bias)
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
-    assert "Conv" not in ops and ops.count("MatMul") == 1 and ops.count("Transpose") == 2
+    assert "Conv" not in ops and "Add" not in ops and ops.count("Transpose") == 2
+    [matmul] = [n for n in onnx_model.graph.node if n.op_type == "MatMulIntegerToFloat"]
+    assert matmul.domain == "com.microsoft" and len(matmul.input) == (7 if bias else 5)
     session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "MatMulIntegerToFloat" in optimized and "Gemm" not in optimized and "Conv" not in optimized
+    assert "MatMulIntegerToFloat" in optimized and not optimized & {"Gemm", "Conv", "Add", "MatMul"}
     got, want = session.run(None, feeds), _run_ov(model, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=0.04 * 1.01)  # one level at most (near-ties)
     assert np.mean(got[0] == want[0]) > 0.95
