@@ -399,7 +399,7 @@ def test_conv_after_max_pool_keeps_per_channel_int8_weights(tmp_path):
         assert np.mean(got == want) > 0.95
 
 
-def _pointwise_model(kernel=1, also_float=False):
+def _pointwise_model(kernel=1, also_float=False, bias=True):
     """x -> FakeQuantize -> Conv kernel x kernel with nncf's int8 weights -> bias Add -> HSwish -> per-channel
     Multiply -> FakeQuantize: a convolution whose own output is not quantized (mobilenet_v3's expand convs)."""
     rng = np.random.default_rng(17)
@@ -410,7 +410,7 @@ def _pointwise_model(kernel=1, also_float=False):
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
     pad = [kernel // 2] * 2
     conv = op.convolution(data, weights, [1, 1], pad, pad, [1, 1])
-    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32)))
+    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32))) if bias else conv
     activated = op.hswish(biased)
     scaled = op.multiply(activated, op.constant(rng.uniform(0.5, 2, (1, 8, 1, 1)).astype(np.float32)))
     out = op.fake_quantize(scaled, *[op.constant(v) for v in _step_limits(-128, 127, 0.04)], 256)
@@ -418,17 +418,20 @@ def _pointwise_model(kernel=1, also_float=False):
     return ov.Model([out, activated] if also_float else [out], [x]), feeds
 
 
-@pytest.mark.parametrize("also_float", [False, True])
-def test_pointwise_conv_with_float_output_runs_as_integer_matmul(tmp_path, also_float):
-    """A 1x1 convolution of quantized data whose output is not quantized becomes Transpose -> MatMul(int8
-    DequantizeLinear weights) -> bias, activation, per-channel Mul and QuantizeLinear channels last ->
-    Transpose: onnxruntime fuses MatMulIntegerToFloat (exact integer sums); the values stay OpenVINO's."""
-    model, feeds = _pointwise_model(also_float=also_float)
+@pytest.mark.parametrize("also_float, bias", [(False, True), (True, True), (False, False)])
+def test_pointwise_conv_with_float_output_runs_as_integer_matmul(tmp_path, also_float, bias):
+    """A 1x1 convolution of quantized data whose output is not quantized becomes Transpose of the uint8 data
+    -> com.microsoft MatMulIntegerToFloat (int8 weights, exact integer sums, the bias Add after the convolution
+    taken in) -> activation, per-channel Mul and QuantizeLinear channels last -> Transpose; the values stay
+    OpenVINO's."""
+    model, feeds = _pointwise_model(also_float=also_float, bias=bias)
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
-    assert "Conv" not in ops and ops.count("MatMul") == 1 and ops.count("Transpose") == 2
+    assert "Conv" not in ops and "Add" not in ops and ops.count("Transpose") == 2
+    [matmul] = [n for n in onnx_model.graph.node if n.op_type == "MatMulIntegerToFloat"]
+    assert matmul.domain == "com.microsoft" and len(matmul.input) == (7 if bias else 5)
     session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "MatMulIntegerToFloat" in optimized and "Gemm" not in optimized and "Conv" not in optimized
+    assert "MatMulIntegerToFloat" in optimized and not optimized & {"Gemm", "Conv", "Add", "MatMul"}
     got, want = session.run(None, feeds), _run_ov(model, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=0.04 * 1.01)  # one level at most (near-ties)
     assert np.mean(got[0] == want[0]) > 0.95
@@ -547,3 +550,61 @@ def test_convolution_not_helped_by_space_to_depth_keeps_its_form(channels, strid
     model, feeds = _stem_model(channels, (8, 8), (3, 3), stride, [1, 1], [1, 1], seed=3)
     onnx_model = import_ir(model)
     assert "SpaceToDepth" not in {n.op_type for n in onnx_model.graph.node}
+
+
+def _average_pool_model(axes, keep_dims=True, shape=(2, 16, 7, 7)):
+    """x -> FakeQuantize -> ReduceMean(axes) -> FakeQuantize: a squeeze-excitation block's average pool."""
+    x = op.parameter(list(shape), ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-20, 235, 0.02)], 256)
+    mean = op.reduce_mean(data, op.constant(np.array(axes, np.int64)), keep_dims)
+    out = op.fake_quantize(mean, *[op.constant(v) for v in _step_limits(0, 255, 0.004)], 256)
+    feeds = {"x": np.random.default_rng(len(shape) * 10 + len(axes)).uniform(-0.5, 2, shape).astype(np.float32)}
+    return ov.Model([out], [x]), feeds
+
+
+@pytest.mark.parametrize("axes", [[2, 3], [-1, -2]])
+def test_quantized_spatial_mean_runs_as_integer_global_average_pool(tmp_path, axes):
+    """FakeQuantize -> ReduceMean over H, W (keep_dims) -> FakeQuantize becomes GlobalAveragePool, which
+    onnxruntime fuses into QLinearGlobalAveragePool; the values stay OpenVINO's (a level apart at most, on
+    near-ties), in the fused and the unfused graph."""
+    model, feeds = _average_pool_model(axes)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert "GlobalAveragePool" in ops and "ReduceMean" not in ops
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QLinearGlobalAveragePool" in optimized and "GlobalAveragePool" not in optimized
+    want = _run_ov(model, feeds)[0]
+    for got in (session.run(None, feeds)[0], _run_onnx(onnx_model, feeds)[0]):
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.004 * 1.01)
+        assert np.mean(got == want) > 0.95
+
+
+@pytest.mark.parametrize("axes, keep_dims, shape", [([1], True, (2, 16, 7, 7)), ([2, 3], False, (2, 16, 7, 7)),
+                                                     ([2, 3], True, (2, 16, 3, 7, 7))])
+def test_other_quantized_means_stay_reduce_mean(axes, keep_dims, shape):
+    model, feeds = _average_pool_model(axes, keep_dims, shape)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert "ReduceMean" in ops and "GlobalAveragePool" not in ops
+    np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.004 * 1.01)
+
+
+def test_matmul_after_a_computed_flatten_without_bias_runs_on_integers(tmp_path):
+    """FakeQuantize -> Reshape to a computed 2-D shape -> MatMul with nncf's int8 weights and no bias Add
+    (mobilenet_v3's first classifier layer, its zero bias removed): int8 DequantizeLinear weights, which
+    onnxruntime fuses into MatMulIntegerToFloat (exact integer sums) instead of a float MatMul."""
+    rng = np.random.default_rng(11)
+    x = op.parameter([1, 32, 1, 1], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    batch = op.gather(op.shape_of(data), op.constant(np.array([0], np.int64)), op.constant(np.int64(0)))
+    flat = op.reshape(data, op.concat([batch, op.constant(np.array([-1], np.int64))], 0), False)
+    q = rng.integers(-127, 128, (24, 32)).astype(np.int8)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
+                          op.constant((rng.uniform(0.5, 2, (24, 1)) / 127).astype(np.float32)))
+    model = ov.Model([op.hswish(op.matmul(flat, weights, False, True))], [x])
+    onnx_model = import_ir(model)
+    assert any(n.op_type == "DequantizeLinear" and n.input[0].endswith("int8_weights") for n in onnx_model.graph.node)
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "MatMulIntegerToFloat" in optimized and "MatMul" not in optimized
+    feeds = {"x": rng.uniform(0, 5, (1, 32, 1, 1)).astype(np.float32)}
+    np.testing.assert_allclose(session.run(None, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)

@@ -17,8 +17,10 @@ levels < 256), constant weights an int8 initializer holding the integer levels c
 formula + DequantizeLinear, so onnxruntime's QDQ fusions run integer convolutions and matmuls;
 dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take
 (moves the per-channel input scales of depthwise convolutions into their weights, writes a 1x1
-convolution whose output is not quantized as a channels-last MatMul onnxruntime runs on integers, a classifier
-head as a 3-D MatMul for the same reason, and a strided stem convolution of few channels on SpaceToDepth).
+convolution whose output is not quantized, with its bias, as a channels-last com.microsoft
+MatMulIntegerToFloat, a classifier head as a 3-D MatMul onnxruntime runs on integers, and a strided stem
+convolution of few channels on SpaceToDepth); a quantized spatial mean of quantized data (squeeze-excitation)
+is written GlobalAveragePool, which onnxruntime runs as QLinearGlobalAveragePool.
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
 plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
@@ -183,9 +185,37 @@ def _qdq(ctx, node, levels: int) -> str | None:
     if levels < 256:  # QuantizeLinear clamps to [0, 255] only: clamp to the limits first
         x = ctx.emit("Clip", [x, ctx.const(il.reshape(()), "low"), ctx.const(ih.reshape(()), "high")])
     point = ctx.const(zero.astype(np.uint8) if axis is not None else zero.astype(np.uint8).reshape(()), "zero_point")
+    if axis is None:
+        _spatial_mean_as_global_pool(ctx, node)
     quantized = ctx.emit("QuantizeLinear", [x, scale_name, point], **per_axis)
     ctx.emit("DequantizeLinear", [quantized, scale_name, point], [ctx.out(node)], **per_axis)
     return None
+
+
+def _spatial_mean_as_global_pool(ctx, node) -> None:
+    """A FakeQuantize (per tensor) of ReduceMean(x, axes {2, 3}, keep_dims) of a 4-D x that is itself
+    quantized per tensor (a squeeze-excitation block's average pool): the ReduceMean already emitted becomes
+    GlobalAveragePool, the same mean, which onnxruntime fuses with the DequantizeLinear before it and the
+    QuantizeLinear after it into QLinearGlobalAveragePool (integer sums; DequantizeLinear -> ReduceMean ->
+    QuantizeLinear stays three float ops on the whole tensor)."""
+    mean = node.input_value(0).get_node()
+    if mean.get_type_name() != "ReduceMean" or ctx.rank(mean, 0) != 4 \
+            or not mean.get_attributes().get("keep_dims", False) or len(node.input_value(0).get_target_inputs()) != 1:
+        return
+    axes = ctx.const_value(mean, 1)
+    if axes is None or sorted(int(a) % 4 for a in axes.reshape(-1)) != [2, 3]:
+        return
+    name = ctx.value(mean.output(0))
+    index = next((i for i in range(len(ctx.nodes) - 1, -1, -1) if name in ctx.nodes[i].output), None)
+    if index is None or ctx.nodes[index].op_type != "ReduceMean":
+        return
+    data = ctx.nodes[index].input[0]
+    dq = next((n for n in reversed(ctx.nodes[:index]) if data in n.output), None)
+    if dq is None or dq.op_type != "DequantizeLinear" or any(a.name == "axis" for a in dq.attribute):
+        return
+    from onnx import helper
+
+    ctx.nodes[index] = helper.make_node("GlobalAveragePool", [data], [name], name=ctx.nodes[index].name)
 
 
 # -- weight decompression ---------------------------------------------------------------------------------
@@ -680,7 +710,8 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
             dead.update(id(n) for n in weights.tail)
             rewritten += 1
             continue
-        if weights is None or not _integer_input(graph, weights.reader):
+        if weights is None or not (_integer_input(graph, weights.reader)
+                                   or _flattened_input_without_bias(graph, weights.reader)):
             continue  # weights of a float (or per-channel quantized) input stay float: folded by onnxruntime
         reader = weights.reader
         if reader.op_type in ("Conv", "ConvTranspose") and not _quantized_after(reader, graph.readers, graph.values):
@@ -773,6 +804,17 @@ def _integer_input(graph: _Graph, reader) -> bool:
         and graph.values.get(data.input[1], np.ones(2)).size == 1
 
 
+def _flattened_input_without_bias(graph: _Graph, reader) -> bool:
+    """Whether `reader` is a MatMul whose data input is a per-tensor DequantizeLinear moved by a Reshape
+    (a classifier after a computed flatten) and whose output no Add reads: onnxruntime moves the
+    DequantizeLinear across the Reshape and fuses MatMulIntegerToFloat (with a bias Add it would make a float
+    Gemm first: _classifier_as_integer_matmul handles that form)."""
+    if reader.op_type != "MatMul" or any(n.op_type == "Add" for n in graph.readers.get(reader.output[0], [])):
+        return False
+    data = _dequantized_input(reader.input[0], graph.producer)
+    return data is not None and graph.values.get(data.input[1], np.ones(2)).size == 1
+
+
 #: ops that may follow a 1x1 convolution in channels-last layout unchanged (elementwise, no attribute that
 #: names an axis), and arithmetic with a per-channel constant (bias Add, the depthwise input scale's Div),
 #: whose constant is reshaped to [1, 1, 1, C]
@@ -797,11 +839,11 @@ def _channels_last_constant(graph: _Graph, name: str, channels: int) -> str:
 
 def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
     """Conv 1x1 (stride 1, no padding, group 1) of a quantized input with nncf's int8 weights, its output not
-    quantized (a HSwish or SE block follows: mobilenet_v3) -> Transpose to channels last, MatMul by
-    DequantizeLinear(int8 weights [C, O]), then the bias Add, elementwise activations and the QuantizeLinear
-    that follow, then Transpose back. The same sums (onnxruntime fuses MatMulIntegerToFloat: exact integer
-    accumulation, one multiplication by the scales, the bias added in float; the float Conv rounded each
-    product), and no float convolution between integer kernels (and the layout transposes around it).
+    quantized (a HSwish or SE block follows: mobilenet_v3) -> Transpose to channels last, MatMulIntegerToFloat
+    (int8 weights [C, O], the bias Add that follows the Conv taken in), then the elementwise activations,
+    per-channel arithmetic and the QuantizeLinear that follow, then Transpose back. The same sums (exact
+    integer accumulation, one multiplication by the scales, the bias added in float; the float Conv rounded
+    each product), and no float convolution between integer kernels (and the layout transposes around it).
     Returns False (nothing changed) where the Conv is not such a convolution."""
     found = _pointwise_parameters(graph, weights)
     if found is None:
@@ -809,6 +851,12 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
     scales, axis, bias = found
     conv, channels = weights.reader, weights.q.shape[0]
     chain = _channels_last_chain(graph, conv, channels)
+    if bias is None and chain and chain[0].op_type == "Add":  # the bias as a separate Add: into the kernel
+        other = chain[0].input[1] if chain[0].input[0] == conv.output[0] else chain[0].input[0]
+        if graph.values[other].size == channels:
+            bias, add = graph.values[other], chain.pop(0)
+            graph.nodes.remove(add)
+            conv.output[0] = add.output[0]
     stem = conv.name or conv.output[0]
     replacement, product = _pointwise_matmul(graph, weights, scales, axis, bias, stem, bool(chain))
     last = chain[-1] if chain else conv
@@ -878,27 +926,29 @@ def _channels_last_chain(graph: _Graph, conv, channels: int) -> list:
 
 
 def _pointwise_matmul(graph: _Graph, weights: _Weights, scales, axis, bias, stem: str, chained: bool):
-    """The nodes replacing the Conv (Transpose, DequantizeLinear, MatMul [, bias Add]) and their output."""
+    """The nodes replacing the Conv and their output: Transpose of its uint8 input to channels last, then one
+    com.microsoft MatMulIntegerToFloat with nncf's int8 weights [C, O] and the bias: exact integer sums times
+    s_x * s_w, plus the bias, in one kernel (onnxruntime fuses DequantizeLinear -> MatMul into the same kernel
+    but leaves the bias a separate Add over the whole output: 5% of mobilenet_v3_small-int8's time)."""
     from onnx import helper
 
     conv, q = weights.reader, weights.q
+    data = graph.producer[conv.input[0]]  # a per-tensor DequantizeLinear (_pointwise_parameters)
     last_nhwc = f"{stem}/channels_last"
-    channels_last = helper.make_node("Transpose", [conv.input[0]], [f"{stem}/input_channels_last"],
+    channels_last = helper.make_node("Transpose", [data.input[0]], [f"{stem}/input_channels_last"],
                                      name=f"{stem}/input_channels_last", perm=[0, 2, 3, 1])
-    names = [graph.add(f"{stem}/int8_weights", q.reshape(q.shape[0], -1).T),
-             graph.add(f"{stem}/scale", scales),
-             graph.add(f"{stem}/zero_point", np.zeros(np.shape(scales), np.int8))]
-    product = f"{stem}/matmul" if bias is not None or chained else last_nhwc
-    nodes = [channels_last, _dequantize_node(names, f"{stem}/weights", f"{stem}/DequantizeLinear",
-                                             None if axis is None else 1),
-             helper.make_node("MatMul", [channels_last.output[0], f"{stem}/weights"], [product],
-                              name=f"{stem}/MatMul")]
-    if bias is not None:  # [1, 1, 1, C]: see _channels_last_constant
-        biased = f"{stem}/biased" if chained else last_nhwc
-        nodes.append(helper.make_node("Add", [product, graph.add(f"{stem}/bias", bias.reshape(1, 1, 1, -1))],
-                                      [biased], name=f"{stem}/bias"))
-        product = biased
-    return nodes, product
+    point = data.input[2] if len(data.input) > 2 else ""
+    inputs = [channels_last.output[0], graph.add(f"{stem}/int8_weights", q.reshape(q.shape[0], -1).T),
+              data.input[1], graph.add(f"{stem}/scale", np.asarray(scales, np.float32).reshape(-1)
+                                       if axis is not None else np.asarray(scales, np.float32).reshape(())),
+              point, ""]
+    if bias is not None:
+        inputs.append(graph.add(f"{stem}/bias", np.asarray(bias, np.float32).reshape(-1)))
+    while inputs[-1] == "":
+        inputs.pop()
+    product = f"{stem}/matmul" if chained else last_nhwc
+    return [channels_last, helper.make_node("MatMulIntegerToFloat", inputs, [product], name=f"{stem}/MatMul",
+                                            domain=MICROSOFT)], product
 
 
 def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
