@@ -56,10 +56,12 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
                     "padding with dilations",)
 
 
-@rule("Convolution", versions=(1,), onnx="Conv (3-D with static shapes: 2-D Convs over frames, summed)",
-      notes=_FORWARD_NOTES + "; a 3-D convolution of static shapes runs as one 2-D Conv per temporal kernel tap "
-            "over all frames at once, summed (onnxruntime's 2-D convolutions are about 1.6x faster than its "
-            "3-D ones: docs/performance.md); the sum's order differs (float accumulation)",
+@rule("Convolution", versions=(1,), onnx="Conv (3-D: 2-D Convs over frames, added per tap)",
+      notes=_FORWARD_NOTES + "; a 3-D convolution whose shapes are static but the batch runs as 2-D Convs over the "
+            "frames folded into the batch, one per temporal kernel tap, added tap by tap; output frames whose "
+            "taps would read the time padding (the ends) form their own runs without those taps, concatenated "
+            "in time (onnxruntime's 2-D convolutions are faster than its 3-D ones, and no zeros are multiplied: "
+            "docs/performance.md); the sum's order differs (float accumulation)",
       refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
@@ -70,46 +72,66 @@ def convolution(ctx, node):
 
 
 def _frames_as_2d(ctx, node, attributes) -> bool:
-    """A 3-D convolution of static shapes as 2-D convolutions: for each temporal tap t of the kernel, the frames
-    it reads (strided, dilated, after padding the time axis) folded into the batch, convolved with the
-    weights' slice t; the taps summed, those reading padding only left out (onnxruntime's 3-D Conv multiplies
-    them). Returns False (nothing emitted) where it does not apply."""
+    """A 3-D convolution as 2-D convolutions over frames folded into the batch (static shapes but the
+    batch). Output frames that read the same kernel taps (all taps in the middle; fewer at the ends, where a
+    tap would read the time padding) form a run: for each of its taps, the frames it reads (strided,
+    dilated) are convolved with the weights' slice of that tap and the taps added one by one (onnxruntime
+    fuses each Add into the convolution's accumulation); the runs are concatenated in time. No tap reads
+    padding, so nothing multiplies zeros. Returns False (nothing emitted) where it does not apply."""
     data, weights, out = (node.get_input_partial_shape(0), node.get_input_partial_shape(1),
                           node.get_output_partial_shape(0))
-    if not (data.is_static and weights.is_static and out.is_static and len(data) == 5) or "pads" not in attributes:
+    if len(data) != 5 or "pads" not in attributes or not weights.is_static:
+        return False
+    if any(d.is_dynamic for d in list(data)[1:]) or any(d.is_dynamic for d in list(out)[1:]):
         return False
     if node.input_value(0).get_node().get_type_name() == "FakeQuantize":
         return False  # a quantized convolution: kept whole for onnxruntime's QDQ fusion
-    n, c, frames = (d.get_length() for d in list(data)[:3])
+    c, frames, *spatial = (d.get_length() for d in list(data)[1:])
     outputs, taps = weights[0].get_length(), weights[2].get_length()
-    out_frames, height, width = (d.get_length() for d in list(out)[2:])
-    stride, dilation = attributes["strides"][0], attributes["dilations"][0]
-    pads = attributes["pads"]
-    x = ctx.inp(node, 0)
-    if pads[0] or pads[3]:
-        x = ctx.emit("Pad", [x, ctx.const(np.array([0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0], np.int64),
-                                          "pads")])
-    x = ctx.emit("Transpose", [x], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
-    flat = ctx.const(np.array([n * out_frames, c] + [d.get_length() for d in list(data)[3:]], np.int64),
-                     "frames_in_batch")
+    out_frames, *out_spatial = (d.get_length() for d in list(out)[2:])
+    stride, dilation, begin = attributes["strides"][0], attributes["dilations"][0], attributes["pads"][0]
+    runs = _tap_runs(frames, out_frames, taps, stride, dilation, begin)
+    if any(not used for _, _, used in runs):
+        return False  # output frames reading padding only (zeros): the plain 3-D Conv
+    x = ctx.emit("Transpose", [ctx.inp(node, 0)], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
     conv2d = {"strides": attributes["strides"][1:], "dilations": attributes["dilations"][1:],
-              "pads": pads[1:3] + pads[4:6]}
-    one = ctx.const(np.array([1], np.int64), "axis")
-    partial = []
-    for tap in range(taps):
-        start = tap * dilation
-        if all(not 0 <= start + t * stride - pads[0] < frames for t in range(out_frames)):
-            continue  # a tap that reads padding only adds zeros (deep layers of video models: 1 frame left)
-        frames_read = ctx.emit("Slice", [x, ctx.const(np.array([start], np.int64), "start"),
-                                         ctx.const(np.array([start + (out_frames - 1) * stride + 1], np.int64), "end"),
-                                         one, ctx.const(np.array([stride], np.int64), "step")])
-        kernel = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")], axis=2)
-        partial.append(ctx.emit("Conv", [ctx.emit("Reshape", [frames_read, flat]), kernel], **conv2d))
-    total = partial[0] if len(partial) == 1 else ctx.emit("Sum", partial)
-    shaped = ctx.emit("Reshape", [total, ctx.const(np.array([n, out_frames, outputs, height, width], np.int64),
-                                                   "frames_out")])
-    ctx.emit("Transpose", [shaped], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
+              "pads": attributes["pads"][1:3] + attributes["pads"][4:6]}
+    flat = ctx.const(np.array([-1, c] + spatial, np.int64), "frames_in_batch")
+    kernels = {}
+    pieces = []
+    for first, count, used in runs:
+        total = None
+        for tap in used:
+            if tap not in kernels:
+                kernels[tap] = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")],
+                                        axis=2)
+            start = first * stride + tap * dilation - begin
+            read = x
+            if (start, count) != (0, frames):  # not every frame
+                read = ctx.emit("Slice", [x, ctx.const(np.array([start], np.int64), "start"),
+                                          ctx.const(np.array([start + (count - 1) * stride + 1], np.int64), "end"),
+                                          ctx.const(np.array([1], np.int64), "axis"),
+                                          ctx.const(np.array([stride], np.int64), "step")])
+            partial = ctx.emit("Conv", [ctx.emit("Reshape", [read, flat]), kernels[tap]], **conv2d)
+            total = partial if total is None else ctx.emit("Add", [total, partial])
+        pieces.append(ctx.emit("Reshape", [total, ctx.const(np.array([-1, count, outputs] + out_spatial, np.int64),
+                                                            "frames_out")]))
+    joined = pieces[0] if len(pieces) == 1 else ctx.emit("Concat", pieces, axis=1)
+    ctx.emit("Transpose", [joined], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
     return True
+
+
+def _tap_runs(frames: int, out_frames: int, taps: int, stride: int, dilation: int, begin: int) -> list:
+    """(first output frame, count, taps reading real frames) for each run of consecutive output frames
+    that read the same taps."""
+    runs: list = []
+    for t in range(out_frames):
+        used = tuple(k for k in range(taps) if 0 <= t * stride + k * dilation - begin < frames)
+        if runs and runs[-1][2] == used:
+            runs[-1][1] += 1
+        else:
+            runs.append([t, 1, used])
+    return [tuple(r) for r in runs]
 
 
 @rule("GroupConvolution", versions=(1,), onnx="Conv (group), weights reshaped",
