@@ -46,6 +46,11 @@ CONV3D = {
     "one_frame_left": ((1, 3, 1, 5, 5), (2, 3, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], "explicit"),
     "padding_taps_strided": ((1, 2, 3, 4, 4), (2, 2, 5, 1, 1), [3, 1, 1], [2, 0, 0], [2, 0, 0], [1, 1, 1],
                              "explicit"),
+    "dynamic_batch": ((-1, 3, 4, 5, 5), (2, 3, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], "explicit"),
+    "runs_strided_dilated": ((2, 2, 11, 4, 4), (3, 2, 3, 2, 2), [2, 1, 1], [3, 1, 0], [2, 0, 1], [2, 1, 1],
+                             "explicit"),
+    "kernel_longer_than_clip": ((1, 2, 3, 4, 4), (2, 2, 5, 3, 3), [1, 1, 1], [2, 1, 1], [2, 1, 1], [1, 1, 1],
+                                "explicit"),
 }
 
 
@@ -61,11 +66,39 @@ def test_conv3d_runs_as_2d_convolutions(case_id, tmp_path):
     assert "Conv" in {n.op_type for n in onnx_model.graph.node}
     assert all(len(w.dims) == 4 for w in onnx.load(str(tmp_path / "conv.onnx")).graph.initializer
                if len(w.dims) >= 4), "only 2-D convolution weights are left"
-    data = rng.standard_normal(shape).astype(np.float32)
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    for batch in (1, 3) if shape[0] == -1 else (shape[0],):
+        data = rng.standard_normal((batch,) + shape[1:]).astype(np.float32)
+        want = compiled({"x": data})[0]
+        got = session.run(None, {"x": data})[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # the taps are summed in another order
+
+
+def test_conv3d_taps_reading_time_padding_are_left_out_and_added_in_the_convolution(tmp_path):
+    """r3d_18's 3x3x3 block on 4 frames: the first and last output frames read two taps each (the third
+    would read the time padding), the middle two all three: 2 + 3 + 2 2-D convolutions, and onnxruntime
+    accumulates each tap in the convolution (its NCHWc Conv's sum input): no Add or Sum is left."""
+    x = op.parameter([1, 16, 4, 6, 6], ov.Type.f32, name="x")
+    weights = op.constant(np.random.default_rng(5).standard_normal((16, 16, 3, 3, 3)).astype(np.float32))
+    model = ov.Model([op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])], [x])
+    onnx_model = import_ir(model)
+    assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 7
+    _, ops = _optimized(onnx_model, tmp_path / "conv.onnx")
+    assert ops.count("Conv") == 7 and "Add" not in ops and "Sum" not in ops
+
+
+def test_conv3d_with_output_frames_reading_padding_only_stays_3d():
+    """Output frames that read the time padding only are zeros: such a convolution keeps ONNX's 3-D Conv."""
+    x = op.parameter([1, 2, 3, 4, 4], ov.Type.f32, name="x")
+    weights = op.constant(np.random.default_rng(6).standard_normal((2, 2, 1, 3, 3)).astype(np.float32))
+    model = ov.Model([op.convolution(x, weights, [1, 1, 1], [2, 1, 1], [1, 1, 1], [1, 1, 1])], [x])
+    onnx_model = import_ir(model)
+    assert [n.op_type for n in onnx_model.graph.node] == ["Conv"]
+    session = ort.InferenceSession(onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    data = np.random.default_rng(7).standard_normal((1, 2, 3, 4, 4)).astype(np.float32)
     want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})[0]
-    got = session.run(None, {"x": data})[0]
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # the taps are summed in another order
+    np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=1e-5)
 
 
 def test_conv3d_of_dynamic_shape_stays_3d():
