@@ -113,3 +113,40 @@ def test_conv3d_taps_reading_padding_only_are_left_out():
     weights = op.constant(np.ones((2, 3, 3, 3, 3), np.float32))
     onnx_model = import_ir(ov.Model([op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])], [x]))
     assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 1
+
+
+def _conv3d_block(shape, outputs, bias_first=False, relu=True, second_reader=False, output=False):
+    """Convolution 3x3x3 + per-channel bias Add (f16 constant, as save_model writes a folded batch norm) +
+    Relu, read by a Multiply (or a model output); returns the model and the converted model."""
+    rng = np.random.default_rng(sum(shape) + outputs)
+    x = op.parameter(list(shape), ov.Type.f32, name="x")
+    weights = op.convert(op.constant((rng.standard_normal((outputs, shape[1], 3, 3, 3)) / 20).astype(np.float16)), "f32")
+    conv = op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])
+    bias = op.convert(op.constant(rng.standard_normal((1, outputs, 1, 1, 1)).astype(np.float16)), "f32")
+    out = op.add(bias, conv) if bias_first else op.add(conv, bias)
+    out = op.relu(out) if relu else out
+    results = [out if output else op.multiply(out, op.constant(np.float32(0.5)))]
+    if second_reader:
+        results.append(op.multiply(conv, op.constant(np.float32(2))))
+    model = ov.Model(results, [x])
+    return model, import_ir(model)
+
+
+@pytest.mark.parametrize("form", ["bias_relu", "bias_only", "bias_first", "conv_read_twice", "model_output"])
+def test_conv3d_bias_and_relu_go_into_the_2d_convolutions(form, tmp_path):
+    """convert_model's conv + folded batch norm + Relu: the bias is added to the first tap's 2-D convolution
+    and the Relu applied per run, so onnxruntime fuses both into its convolution kernels; where the Add
+    comes first, the convolution has another reader or the Relu is a model output (its name kept) they stay
+    as they are."""
+    model, onnx_model = _conv3d_block((1, 16, 4, 6, 6), 16, bias_first=form == "bias_first",
+                                      relu=form != "bias_only", second_reader=form == "conv_read_twice",
+                                      output=form == "model_output")
+    session, ops = _optimized(onnx_model, tmp_path / "block.onnx")
+    if form in ("bias_relu", "bias_only"):
+        assert ops.count("Conv") == 7 and not {"Add", "Relu", "Sum"} & set(ops), ops
+    else:
+        assert "Add" in ops or "Relu" in ops
+    data = np.random.default_rng(8).standard_normal((1, 16, 4, 6, 6)).astype(np.float32)
+    want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})
+    for got, expected in zip(session.run(None, {"x": data}), want.values()):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._registry import Unsupported, rule
+from .._types import constant_array
 from ._spatial import FLOATS, require_type, static_output_spatial, static_spatial
 
 
@@ -61,7 +62,9 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
             "frames folded into the batch, one per temporal kernel tap, added tap by tap; output frames whose "
             "taps would read the time padding (the ends) form their own runs without those taps, concatenated "
             "in time (onnxruntime's 2-D convolutions are faster than its 3-D ones, and no zeros are multiplied: "
-            "docs/performance.md); the sum's order differs (float accumulation)",
+            "docs/performance.md); a constant per-channel bias Add that is the convolution's only reader (and a "
+            "Relu that is the Add's) goes into the 2-D convolutions, where onnxruntime fuses them; the sum's "
+            "order differs (float accumulation)",
       refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
@@ -93,6 +96,7 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
     runs = _tap_runs(frames, out_frames, taps, stride, dilation, begin)
     if any(not used for _, _, used in runs):
         return False  # output frames reading padding only (zeros): the plain 3-D Conv
+    bias, relu = _bias_and_relu(ctx, node, outputs)
     x = ctx.emit("Transpose", [ctx.inp(node, 0)], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
     conv2d = {"strides": attributes["strides"][1:], "dilations": attributes["dilations"][1:],
               "pads": attributes["pads"][1:3] + attributes["pads"][4:6]}
@@ -113,12 +117,58 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
                                           ctx.const(np.array([1], np.int64), "axis"),
                                           ctx.const(np.array([stride], np.int64), "step")])
             partial = ctx.emit("Conv", [ctx.emit("Reshape", [read, flat]), kernels[tap]], **conv2d)
+            if total is None and bias is not None:
+                partial = ctx.emit("Add", [partial, bias])  # onnxruntime: the first tap's Conv bias
             total = partial if total is None else ctx.emit("Add", [total, partial])
+        if relu:
+            total = ctx.emit("Relu", [total])
         pieces.append(ctx.emit("Reshape", [total, ctx.const(np.array([-1, count, outputs] + out_spatial, np.int64),
                                                             "frames_out")]))
     joined = pieces[0] if len(pieces) == 1 else ctx.emit("Concat", pieces, axis=1)
     ctx.emit("Transpose", [joined], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
     return True
+
+
+def _bias_and_relu(ctx, node, outputs: int) -> tuple:
+    """The per-channel bias Add a convolution's only reader is (as openvino.convert_model writes conv + batch
+    norm), and the Relu that Add's only reader is, taken into the 2-D convolutions, where onnxruntime fuses
+    them into its convolution kernels: (bias as [O, 1, 1] or None, whether a Relu follows). A taken node is
+    passed through by the walk (its output is the convolution's)."""
+    add = _only_reader(node, "Add")
+    if add is None or add.input_value(0).get_node().get_name() != node.get_name():
+        return None, False
+    value = _constant(add.input_value(1))
+    if value is None or value.shape != (1, outputs, 1, 1, 1) or value.dtype != np.float32 or \
+            str(add.get_attributes().get("auto_broadcast", "numpy")).lower() != "numpy":
+        return None, False
+    ctx.shared.passthrough.add(add.get_name())
+    bias = ctx.const(value.reshape(outputs, 1, 1), "bias")
+    relu = _only_reader(add, "Relu")
+    if relu is not None:
+        ctx.shared.passthrough.add(relu.get_name())
+    return bias, relu is not None
+
+
+def _constant(output) -> np.ndarray | None:
+    """The value of a Constant, or of a Convert of one (f16 weights as save_model compresses them; exact in
+    numpy), else None (a value computed later in the walk cannot be read before it)."""
+    producer = output.get_node()
+    if producer.get_type_name() == "Convert" and producer.input_value(0).get_node().get_type_name() == "Constant":
+        source = constant_array(producer.input_value(0).get_node())
+        return source.astype(np.float32) if source.dtype in (np.float16, np.float32) and \
+            producer.get_output_element_type(0).get_type_name() == "f32" else None
+    return constant_array(producer) if producer.get_type_name() == "Constant" else None
+
+
+def _only_reader(node, kind: str):
+    """The node reading `node`'s output when it is the only reader, of type `kind` and not a Result's input."""
+    readers = list(node.output(0).get_target_inputs())
+    if len(readers) != 1 or readers[0].get_node().get_type_name() != kind:
+        return None
+    reader = readers[0].get_node()
+    if any(t.get_node().get_type_name() == "Result" for t in reader.output(0).get_target_inputs()):
+        return None  # a model output keeps its own name
+    return reader
 
 
 def _tap_runs(frames: int, out_frames: int, taps: int, stride: int, dilation: int, begin: int) -> list:
