@@ -77,15 +77,17 @@ def test_conv3d_runs_as_2d_convolutions(case_id, tmp_path):
 
 def test_conv3d_taps_reading_time_padding_are_left_out_and_added_in_the_convolution(tmp_path):
     """r3d_18's 3x3x3 block on 4 frames: the first and last output frames read two taps each (the third
-    would read the time padding), the middle two all three: 2 + 3 + 2 2-D convolutions, and onnxruntime
-    accumulates each tap in the convolution (its NCHWc Conv's sum input): no Add or Sum is left."""
+    would read the time padding), the middle two all three: 2 + 3 + 3 + 2 2-D convolutions, each input frame
+    sliced once, and onnxruntime accumulates each tap in the convolution (its NCHWc Conv's sum input): no Add
+    or Sum is left."""
     x = op.parameter([1, 16, 4, 6, 6], ov.Type.f32, name="x")
     weights = op.constant(np.random.default_rng(5).standard_normal((16, 16, 3, 3, 3)).astype(np.float32))
     model = ov.Model([op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])], [x])
     onnx_model = import_ir(model)
-    assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 7
+    emitted = [n.op_type for n in onnx_model.graph.node]
+    assert emitted.count("Conv") == 10 and emitted.count("Slice") == 4
     _, ops = _optimized(onnx_model, tmp_path / "conv.onnx")
-    assert ops.count("Conv") == 7 and "Add" not in ops and "Sum" not in ops
+    assert ops.count("Conv") == 10 and "Add" not in ops and "Sum" not in ops
 
 
 def test_conv3d_with_output_frames_reading_padding_only_stays_3d():
@@ -143,7 +145,7 @@ def test_conv3d_bias_and_relu_go_into_the_2d_convolutions(form, tmp_path):
                                       output=form == "model_output")
     session, ops = _optimized(onnx_model, tmp_path / "block.onnx")
     if form in ("bias_relu", "bias_only"):
-        assert ops.count("Conv") == 7 and not {"Add", "Relu", "Sum"} & set(ops), ops
+        assert ops.count("Conv") == 10 and not {"Add", "Relu", "Sum"} & set(ops), ops
     else:
         assert "Add" in ops or "Relu" in ops
     data = np.random.default_rng(8).standard_normal((1, 16, 4, 6, 6)).astype(np.float32)

@@ -57,14 +57,14 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
                     "padding with dilations",)
 
 
-@rule("Convolution", versions=(1,), onnx="Conv (3-D: 2-D Convs over frames, added per tap)",
-      notes=_FORWARD_NOTES + "; a 3-D convolution whose shapes are static but the batch runs as 2-D Convs over the "
-            "frames folded into the batch, one per temporal kernel tap, added tap by tap; output frames whose "
-            "taps would read the time padding (the ends) form their own runs without those taps, concatenated "
-            "in time (onnxruntime's 2-D convolutions are faster than its 3-D ones, and no zeros are multiplied: "
-            "docs/performance.md); a constant per-channel bias Add that is the convolution's only reader (and a "
-            "Relu that is the Add's) goes into the 2-D convolutions, where onnxruntime fuses them; the sum's "
-            "order differs (float accumulation)",
+@rule("Convolution", versions=(1,), onnx="Conv (3-D: 2-D Convs per frame and tap, added)",
+      notes=_FORWARD_NOTES + "; a 3-D convolution whose shapes are static but the batch runs as 2-D Convs, one per "
+            "output frame and temporal kernel tap reading a real frame (taps that would read the time padding "
+            "are left out), added tap by tap, the output frames concatenated in time (onnxruntime's 2-D "
+            "convolutions are faster than its 3-D ones and no zeros are multiplied: docs/performance.md); a "
+            "constant per-channel bias Add that is the convolution's only reader (and a Relu that is the Add's) "
+            "goes into the 2-D convolutions, where onnxruntime fuses them; the sum's order differs (float "
+            "accumulation)",
       refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
@@ -75,12 +75,12 @@ def convolution(ctx, node):
 
 
 def _frames_as_2d(ctx, node, attributes) -> bool:
-    """A 3-D convolution as 2-D convolutions over frames folded into the batch (static shapes but the
-    batch). Output frames that read the same kernel taps (all taps in the middle; fewer at the ends, where a
-    tap would read the time padding) form a run: for each of its taps, the frames it reads (strided,
-    dilated) are convolved with the weights' slice of that tap and the taps added one by one (onnxruntime
-    fuses each Add into the convolution's accumulation); the runs are concatenated in time. No tap reads
-    padding, so nothing multiplies zeros. Returns False (nothing emitted) where it does not apply."""
+    """A 3-D convolution as 2-D convolutions over frames (static shapes but the batch): each output frame is
+    the sum over the kernel's temporal taps that read a real frame (at the clip's ends the others would read
+    the time padding: left out, nothing multiplies zeros) of that frame convolved with the weights' slice of
+    the tap, added tap by tap (onnxruntime fuses each Add into the next convolution's accumulation); each
+    input frame is sliced once (onnxruntime reorders it once for all the convolutions reading it), the output
+    frames concatenated in time. Returns False (nothing emitted) where it does not apply."""
     data, weights, out = (node.get_input_partial_shape(0), node.get_input_partial_shape(1),
                           node.get_output_partial_shape(0))
     if len(data) != 5 or "pads" not in attributes or not weights.is_static:
@@ -93,37 +93,36 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
     outputs, taps = weights[0].get_length(), weights[2].get_length()
     out_frames, *out_spatial = (d.get_length() for d in list(out)[2:])
     stride, dilation, begin = attributes["strides"][0], attributes["dilations"][0], attributes["pads"][0]
-    runs = _tap_runs(frames, out_frames, taps, stride, dilation, begin)
-    if any(not used for _, _, used in runs):
+    reads = [[(tap, t * stride + tap * dilation - begin) for tap in range(taps)
+              if 0 <= t * stride + tap * dilation - begin < frames] for t in range(out_frames)]
+    if not all(reads):
         return False  # output frames reading padding only (zeros): the plain 3-D Conv
     bias, relu = _bias_and_relu(ctx, node, outputs)
     x = ctx.emit("Transpose", [ctx.inp(node, 0)], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
     conv2d = {"strides": attributes["strides"][1:], "dilations": attributes["dilations"][1:],
               "pads": attributes["pads"][1:3] + attributes["pads"][4:6]}
-    flat = ctx.const(np.array([-1, c] + spatial, np.int64), "frames_in_batch")
-    kernels = {}
-    pieces = []
-    for first, count, used in runs:
+    flat = ctx.const(np.array([-1, c] + spatial, np.int64), "frame")
+    axis = ctx.const(np.array([1], np.int64), "axis")
+    kernels, inputs, pieces = {}, {}, []
+    for read in reads:
         total = None
-        for tap in used:
+        for tap, frame in read:
             if tap not in kernels:
                 kernels[tap] = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")],
                                         axis=2)
-            start = first * stride + tap * dilation - begin
-            read = x
-            if (start, count) != (0, frames):  # not every frame
-                read = ctx.emit("Slice", [x, ctx.const(np.array([start], np.int64), "start"),
-                                          ctx.const(np.array([start + (count - 1) * stride + 1], np.int64), "end"),
-                                          ctx.const(np.array([1], np.int64), "axis"),
-                                          ctx.const(np.array([stride], np.int64), "step")])
-            partial = ctx.emit("Conv", [ctx.emit("Reshape", [read, flat]), kernels[tap]], **conv2d)
+            if frame not in inputs:
+                one = x if frames == 1 else ctx.emit("Slice", [x, ctx.const(np.array([frame], np.int64), "start"),
+                                                               ctx.const(np.array([frame + 1], np.int64), "end"),
+                                                               axis])
+                inputs[frame] = ctx.emit("Reshape", [one, flat])
+            partial = ctx.emit("Conv", [inputs[frame], kernels[tap]], **conv2d)
             if total is None and bias is not None:
                 partial = ctx.emit("Add", [partial, bias])  # onnxruntime: the first tap's Conv bias
             total = partial if total is None else ctx.emit("Add", [total, partial])
         if relu:
             total = ctx.emit("Relu", [total])
-        pieces.append(ctx.emit("Reshape", [total, ctx.const(np.array([-1, count, outputs] + out_spatial, np.int64),
-                                                            "frames_out")]))
+        pieces.append(ctx.emit("Reshape", [total, ctx.const(np.array([-1, 1, outputs] + out_spatial, np.int64),
+                                                            "frame_out")]))
     joined = pieces[0] if len(pieces) == 1 else ctx.emit("Concat", pieces, axis=1)
     ctx.emit("Transpose", [joined], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
     return True
@@ -169,19 +168,6 @@ def _only_reader(node, kind: str):
     if any(t.get_node().get_type_name() == "Result" for t in reader.output(0).get_target_inputs()):
         return None  # a model output keeps its own name
     return reader
-
-
-def _tap_runs(frames: int, out_frames: int, taps: int, stride: int, dilation: int, begin: int) -> list:
-    """(first output frame, count, taps reading real frames) for each run of consecutive output frames
-    that read the same taps."""
-    runs: list = []
-    for t in range(out_frames):
-        used = tuple(k for k in range(taps) if 0 <= t * stride + k * dilation - begin < frames)
-        if runs and runs[-1][2] == used:
-            runs[-1][1] += 1
-        else:
-            runs.append([t, 1, used])
-    return [tuple(r) for r in runs]
 
 
 @rule("GroupConvolution", versions=(1,), onnx="Conv (group), weights reshaped",
