@@ -152,3 +152,41 @@ def test_conv3d_bias_and_relu_go_into_the_2d_convolutions(form, tmp_path):
     want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})
     for got, expected in zip(session.run(None, {"x": data}), want.values()):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def _resnet3d(x, rng, skip_from_input=False):
+    """A stem and two ResNet blocks of 3-D convolutions as convert_model writes them (conv + folded batch
+    norm bias + Relu; the second block downsamples, its shortcut a strided 1x1x1 convolution)."""
+    def conv(value, inputs, outputs, kernel, stride, pad):
+        weights = (rng.standard_normal((outputs, inputs) + kernel) / np.sqrt(inputs * np.prod(kernel)))
+        bias = op.convert(op.constant(rng.standard_normal((1, outputs, 1, 1, 1)).astype(np.float16)), "f32")
+        return op.add(op.convolution(value, op.convert(op.constant(weights.astype(np.float16)), "f32"), stride,
+                                     pad, pad, [1, 1, 1]), bias)
+
+    stem = op.relu(conv(x, x.get_output_partial_shape(0)[1].get_length(), 16, (3, 3, 3), [1, 1, 1], [1, 1, 1]))
+    block = op.relu(conv(stem, 16, 16, (3, 3, 3), [1, 1, 1], [1, 1, 1]))
+    block = op.relu(op.add(conv(block, 16, 16, (3, 3, 3), [1, 1, 1], [1, 1, 1]), x if skip_from_input else stem))
+    down = op.relu(conv(block, 16, 32, (3, 3, 3), [2, 2, 2], [1, 1, 1]))
+    shortcut = conv(block, 16, 32, (1, 1, 1), [2, 2, 2], [0, 0, 0])
+    return op.reduce_mean(op.relu(op.add(conv(down, 32, 32, (3, 3, 3), [1, 1, 1], [1, 1, 1]), shortcut)),
+                          op.constant(np.array([2, 3, 4], np.int64)), False)
+
+
+@pytest.mark.parametrize("skip_from_input", [False, True], ids=["resnet", "shortcut_from_the_input"])
+def test_conv3d_resnet_blocks_stay_frames_of_2d_convolutions(skip_from_input, tmp_path):
+    """Every convolution reads the frames the one before computed, and a residual Add of frames a
+    convolution gave goes into the 2-D convolutions too (whichever of the block's convolutions is converted
+    first): onnxruntime runs the whole network in its blocked layout (reordered back at the end, per output
+    frame), no Add, no Relu. A shortcut from the model input (no frames) stays an Add."""
+    channels = 16 if skip_from_input else 3
+    x = op.parameter([1, channels, 4, 6, 6], ov.Type.f32, name="x")
+    model = ov.Model([_resnet3d(x, np.random.default_rng(9), skip_from_input)], [x])
+    session, ops = _optimized(import_ir(model), tmp_path / "resnet.onnx")
+    if skip_from_input:
+        assert "Add" in ops
+    else:
+        assert not {"Add", "Relu", "Sum", "ReorderInput"} & set(ops), ops
+        assert ops.count("ReorderOutput") == 2 and ops.count("Concat") == 1  # the last convolution's 2 frames
+    data = np.random.default_rng(10).standard_normal((1, channels, 4, 6, 6)).astype(np.float32)
+    want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})[0]
+    np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=1e-5)

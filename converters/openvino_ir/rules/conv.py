@@ -61,10 +61,11 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
       notes=_FORWARD_NOTES + "; a 3-D convolution whose shapes are static but the batch runs as 2-D Convs, one per "
             "output frame and temporal kernel tap reading a real frame (taps that would read the time padding "
             "are left out), added tap by tap, the output frames concatenated in time (onnxruntime's 2-D "
-            "convolutions are faster than its 3-D ones and no zeros are multiplied: docs/performance.md); a "
-            "constant per-channel bias Add that is the convolution's only reader (and a Relu that is the Add's) "
-            "goes into the 2-D convolutions, where onnxruntime fuses them; the sum's order differs (float "
-            "accumulation)",
+            "convolutions are faster than its 3-D ones and no zeros are multiplied: docs/performance.md); a 3-D "
+            "convolution reading another's output reads its frames; a constant per-channel bias Add that is the "
+            "convolution's only reader, then a residual Add of another 3-D convolution's output, then a Relu "
+            "(each the only reader of the one before) go into the 2-D convolutions, where onnxruntime fuses "
+            "them; the sum's order differs (float accumulation)",
       refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
@@ -97,55 +98,76 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
               if 0 <= t * stride + tap * dilation - begin < frames] for t in range(out_frames)]
     if not all(reads):
         return False  # output frames reading padding only (zeros): the plain 3-D Conv
-    bias, relu = _bias_and_relu(ctx, node, outputs)
-    x = ctx.emit("Transpose", [ctx.inp(node, 0)], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
+    bias, residual, relu = _taken_readers(ctx, node, outputs, out_frames)
     conv2d = {"strides": attributes["strides"][1:], "dilations": attributes["dilations"][1:],
               "pads": attributes["pads"][1:3] + attributes["pads"][4:6]}
-    flat = ctx.const(np.array([-1, c] + spatial, np.int64), "frame")
-    axis = ctx.const(np.array([1], np.int64), "axis")
-    kernels, inputs, pieces = {}, {}, []
-    for read in reads:
+    inputs = dict(enumerate(ctx.shared.frames.get(ctx.inp(node, 0), ())))  # a 3-D convolution's frames
+    kernels, pieces, frames_out, x = {}, [], [], None
+    for t, read in enumerate(reads):
         total = None
         for tap, frame in read:
             if tap not in kernels:
                 kernels[tap] = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")],
                                         axis=2)
             if frame not in inputs:
+                x = x or ctx.emit("Transpose", [ctx.inp(node, 0)], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
                 one = x if frames == 1 else ctx.emit("Slice", [x, ctx.const(np.array([frame], np.int64), "start"),
                                                                ctx.const(np.array([frame + 1], np.int64), "end"),
-                                                               axis])
-                inputs[frame] = ctx.emit("Reshape", [one, flat])
+                                                               ctx.const(np.array([1], np.int64), "axis")])
+                inputs[frame] = ctx.emit("Reshape", [one, ctx.const(np.array([-1, c] + spatial, np.int64), "frame")])
             partial = ctx.emit("Conv", [inputs[frame], kernels[tap]], **conv2d)
             if total is None and bias is not None:
                 partial = ctx.emit("Add", [partial, bias])  # onnxruntime: the first tap's Conv bias
+            if total is None and residual is not None:
+                partial = ctx.emit("Add", [partial, residual[t]])  # onnxruntime: its sum input
             total = partial if total is None else ctx.emit("Add", [total, partial])
         if relu:
             total = ctx.emit("Relu", [total])
+        frames_out.append(total)
         pieces.append(ctx.emit("Reshape", [total, ctx.const(np.array([-1, 1, outputs] + out_spatial, np.int64),
                                                             "frame_out")]))
     joined = pieces[0] if len(pieces) == 1 else ctx.emit("Concat", pieces, axis=1)
     ctx.emit("Transpose", [joined], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
+    ctx.shared.frames[ctx.out(node)] = frames_out  # a 3-D convolution reading this reads them (the same values)
     return True
 
 
-def _bias_and_relu(ctx, node, outputs: int) -> tuple:
+def _taken_readers(ctx, node, outputs: int, out_frames: int) -> tuple:
     """The per-channel bias Add a convolution's only reader is (as openvino.convert_model writes conv + batch
-    norm), and the Relu that Add's only reader is, taken into the 2-D convolutions, where onnxruntime fuses
-    them into its convolution kernels: (bias as [O, 1, 1] or None, whether a Relu follows). A taken node is
-    passed through by the walk (its output is the convolution's)."""
+    norm), then a residual Add of a value whose frames a 3-D convolution converted before gave (ResNet blocks),
+    then a Relu, each the only reader of the one before, taken into the 2-D convolutions, where onnxruntime
+    fuses them into its convolution kernels: (bias as [O, 1, 1] or None, the residual's frames or None,
+    whether a Relu follows). A taken node's output is the convolution's (the walk passes it through)."""
     add = _only_reader(node, "Add")
     if add is None or add.input_value(0).get_node().get_name() != node.get_name():
-        return None, False
+        return None, None, False
     value = _constant(add.input_value(1))
     if value is None or value.shape != (1, outputs, 1, 1, 1) or value.dtype != np.float32 or \
             str(add.get_attributes().get("auto_broadcast", "numpy")).lower() != "numpy":
-        return None, False
-    ctx.shared.passthrough.add(add.get_name())
+        return None, None, False
+    _take(ctx, node, add)
     bias = ctx.const(value.reshape(outputs, 1, 1), "bias")
-    relu = _only_reader(add, "Relu")
+    last, residual = add, None
+    shortcut = _only_reader(add, "Add")
+    if shortcut is not None:
+        other = 1 if shortcut.input_value(0).get_node().get_name() == add.get_name() else 0
+        residual = ctx.shared.frames.get(ctx.inp(shortcut, other))  # given: converted before this one
+        if residual is not None and len(residual) == out_frames and \
+                shortcut.get_input_partial_shape(other) == node.get_output_partial_shape(0):
+            _take(ctx, node, shortcut)
+            last = shortcut
+        else:
+            residual = None
+    relu = _only_reader(last, "Relu")
     if relu is not None:
-        ctx.shared.passthrough.add(relu.get_name())
-    return bias, relu is not None
+        _take(ctx, node, relu)
+    return bias, residual, relu is not None
+
+
+def _take(ctx, node, reader) -> None:
+    """`reader`'s output is `node`'s (computed by its rule)."""
+    ctx.bind(reader.output(0), ctx.out(node))
+    ctx.shared.passthrough.add(reader.get_name())
 
 
 def _constant(output) -> np.ndarray | None:
