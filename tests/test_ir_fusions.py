@@ -47,6 +47,7 @@ CONV3D = {
     "padding_taps_strided": ((1, 2, 3, 4, 4), (2, 2, 5, 1, 1), [3, 1, 1], [2, 0, 0], [2, 0, 0], [1, 1, 1],
                              "explicit"),
     "dynamic_batch": ((-1, 3, 4, 5, 5), (2, 3, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], "explicit"),
+    "dynamic_size": ((1, 3, 4, -1, -1), (2, 3, 3, 3, 3), [1, 2, 1], [1, 1, 0], [1, 0, 1], [1, 1, 1], "explicit"),
     "runs_strided_dilated": ((2, 2, 11, 4, 4), (3, 2, 3, 2, 2), [2, 1, 1], [3, 1, 0], [2, 0, 1], [2, 1, 1],
                              "explicit"),
     "kernel_longer_than_clip": ((1, 2, 3, 4, 4), (2, 2, 5, 3, 3), [1, 1, 1], [2, 1, 1], [2, 1, 1], [1, 1, 1],
@@ -67,8 +68,9 @@ def test_conv3d_runs_as_2d_convolutions(case_id, tmp_path):
     assert all(len(w.dims) == 4 for w in onnx.load(str(tmp_path / "conv.onnx")).graph.initializer
                if len(w.dims) >= 4), "only 2-D convolution weights are left"
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    for batch in (1, 3) if shape[0] == -1 else (shape[0],):
-        data = rng.standard_normal((batch,) + shape[1:]).astype(np.float32)
+    for batch, size in ((1, 5), (3, 6)) if -1 in shape else ((shape[0], None),):
+        concrete = (batch if shape[0] == -1 else shape[0],) + tuple(size if d == -1 else d for d in shape[1:])
+        data = rng.standard_normal(concrete).astype(np.float32)
         want = compiled({"x": data})[0]
         got = session.run(None, {"x": data})[0]
         assert got.shape == want.shape
@@ -172,21 +174,22 @@ def _resnet3d(x, rng, skip_from_input=False):
                           op.constant(np.array([2, 3, 4], np.int64)), False)
 
 
-@pytest.mark.parametrize("skip_from_input", [False, True], ids=["resnet", "shortcut_from_the_input"])
-def test_conv3d_resnet_blocks_stay_frames_of_2d_convolutions(skip_from_input, tmp_path):
+@pytest.mark.parametrize("form", ["resnet", "dynamic_batch", "shortcut_from_the_input"])
+def test_conv3d_resnet_blocks_stay_frames_of_2d_convolutions(form, tmp_path):
     """Every convolution reads the frames the one before computed, and a residual Add of frames a
     convolution gave goes into the 2-D convolutions too (whichever of the block's convolutions is converted
     first): onnxruntime runs the whole network in its blocked layout (reordered back at the end, per output
     frame), no Add, no Relu. A shortcut from the model input (no frames) stays an Add."""
-    channels = 16 if skip_from_input else 3
-    x = op.parameter([1, channels, 4, 6, 6], ov.Type.f32, name="x")
-    model = ov.Model([_resnet3d(x, np.random.default_rng(9), skip_from_input)], [x])
+    channels = 16 if form == "shortcut_from_the_input" else 3
+    x = op.parameter([-1 if form == "dynamic_batch" else 1, channels, 4, 6, 6], ov.Type.f32, name="x")
+    model = ov.Model([_resnet3d(x, np.random.default_rng(9), form == "shortcut_from_the_input")], [x])
     session, ops = _optimized(import_ir(model), tmp_path / "resnet.onnx")
-    if skip_from_input:
+    if form == "shortcut_from_the_input":
         assert "Add" in ops
     else:
         assert not {"Add", "Relu", "Sum", "ReorderInput"} & set(ops), ops
         assert ops.count("ReorderOutput") == 2 and ops.count("Concat") == 1  # the last convolution's 2 frames
-    data = np.random.default_rng(10).standard_normal((1, channels, 4, 6, 6)).astype(np.float32)
+    data = np.random.default_rng(10).standard_normal((2 if form == "dynamic_batch" else 1, channels, 4, 6, 6))
+    data = data.astype(np.float32)
     want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})[0]
     np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=1e-5)

@@ -58,7 +58,7 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
 
 
 @rule("Convolution", versions=(1,), onnx="Conv (3-D: 2-D Convs per frame and tap, added)",
-      notes=_FORWARD_NOTES + "; a 3-D convolution whose shapes are static but the batch runs as 2-D Convs, one per "
+      notes=_FORWARD_NOTES + "; a 3-D convolution of a static number of frames runs as 2-D Convs, one per "
             "output frame and temporal kernel tap reading a real frame (taps that would read the time padding "
             "are left out), added tap by tap, the output frames concatenated in time (onnxruntime's 2-D "
             "convolutions are faster than its 3-D ones and no zeros are multiplied: docs/performance.md); a 3-D "
@@ -76,7 +76,7 @@ def convolution(ctx, node):
 
 
 def _frames_as_2d(ctx, node, attributes) -> bool:
-    """A 3-D convolution as 2-D convolutions over frames (static shapes but the batch): each output frame is
+    """A 3-D convolution as 2-D convolutions over frames (a static number of frames): each output frame is
     the sum over the kernel's temporal taps that read a real frame (at the clip's ends the others would read
     the time padding: left out, nothing multiplies zeros) of that frame convolved with the weights' slice of
     the tap, added tap by tap (onnxruntime fuses each Add into the next convolution's accumulation); each
@@ -84,15 +84,13 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
     frames concatenated in time. Returns False (nothing emitted) where it does not apply."""
     data, weights, out = (node.get_input_partial_shape(0), node.get_input_partial_shape(1),
                           node.get_output_partial_shape(0))
-    if len(data) != 5 or "pads" not in attributes or not weights.is_static:
-        return False
-    if any(d.is_dynamic for d in list(data)[1:]) or any(d.is_dynamic for d in list(out)[1:]):
+    if len(data) != 5 or "pads" not in attributes or not weights.is_static or data[2].is_dynamic or \
+            out[2].is_dynamic:
         return False
     if node.input_value(0).get_node().get_type_name() == "FakeQuantize":
         return False  # a quantized convolution: kept whole for onnxruntime's QDQ fusion
-    c, frames, *spatial = (d.get_length() for d in list(data)[1:])
+    frames, out_frames = data[2].get_length(), out[2].get_length()
     outputs, taps = weights[0].get_length(), weights[2].get_length()
-    out_frames, *out_spatial = (d.get_length() for d in list(out)[2:])
     stride, dilation, begin = attributes["strides"][0], attributes["dilations"][0], attributes["pads"][0]
     reads = [[(tap, t * stride + tap * dilation - begin) for tap in range(taps)
               if 0 <= t * stride + tap * dilation - begin < frames] for t in range(out_frames)]
@@ -114,7 +112,7 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
                 one = x if frames == 1 else ctx.emit("Slice", [x, ctx.const(np.array([frame], np.int64), "start"),
                                                                ctx.const(np.array([frame + 1], np.int64), "end"),
                                                                ctx.const(np.array([1], np.int64), "axis")])
-                inputs[frame] = ctx.emit("Reshape", [one, ctx.const(np.array([-1, c] + spatial, np.int64), "frame")])
+                inputs[frame] = ctx.emit("Squeeze", [one, ctx.const(np.array([1], np.int64), "axis")])
             partial = ctx.emit("Conv", [inputs[frame], kernels[tap]], **conv2d)
             if total is None and bias is not None:
                 partial = ctx.emit("Add", [partial, bias])  # onnxruntime: the first tap's Conv bias
@@ -124,8 +122,7 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
         if relu:
             total = ctx.emit("Relu", [total])
         frames_out.append(total)
-        pieces.append(ctx.emit("Reshape", [total, ctx.const(np.array([-1, 1, outputs] + out_spatial, np.int64),
-                                                            "frame_out")]))
+        pieces.append(ctx.emit("Unsqueeze", [total, ctx.const(np.array([1], np.int64), "axis")]))
     joined = pieces[0] if len(pieces) == 1 else ctx.emit("Concat", pieces, axis=1)
     ctx.emit("Transpose", [joined], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
     ctx.shared.frames[ctx.out(node)] = frames_out  # a 3-D convolution reading this reads them (the same values)
