@@ -193,3 +193,31 @@ def test_conv3d_resnet_blocks_stay_frames_of_2d_convolutions(form, tmp_path):
     data = data.astype(np.float32)
     want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})[0]
     np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch", [1, -1], ids=["one_clip", "dynamic_batch"])
+def test_conv3d_spatial_and_temporal_convolutions_mixed(batch, tmp_path):
+    """(2+1)-D blocks as r2plus1d/mc3 write them: a 1x3x3 convolution of one clip runs its frames as one batch
+    (one Conv) where re-reading large weights per frame would cost more than batching the frames given one
+    by one; 3x1x1 ones read those frames back one by one; residuals cross both forms."""
+    rng = np.random.default_rng(11)
+
+    def conv(value, kernel, pad):
+        weights = rng.standard_normal((32, 32) + kernel) / np.sqrt(32 * np.prod(kernel))
+        bias = op.constant(rng.standard_normal((1, 32, 1, 1, 1)).astype(np.float32))
+        return op.add(op.convolution(value, op.constant(weights.astype(np.float32)), [1, 1, 1], pad, pad,
+                                     [1, 1, 1]), bias)
+
+    x = op.parameter([batch, 32, 4, 4, 4], ov.Type.f32, name="x")
+    spatial = op.relu(conv(x, (1, 3, 3), [0, 1, 1]))
+    temporal = op.relu(conv(spatial, (3, 1, 1), [1, 0, 0]))
+    again = op.relu(op.add(conv(temporal, (1, 3, 3), [0, 1, 1]), spatial))
+    out = op.relu(op.add(conv(again, (3, 1, 1), [1, 0, 0]), temporal))
+    model = ov.Model([op.reduce_mean(out, op.constant(np.array([3, 4], np.int64)), False)], [x])
+    onnx_model = import_ir(model)
+    if batch == 1:  # the 1x3x3 convolutions: one Conv each; the 3x1x1 ones: 2 + 3 + 3 + 2
+        assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 1 + 10 + 1 + 10
+    session, _ = _optimized(onnx_model, tmp_path / "mixed.onnx")
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    data = np.random.default_rng(12).standard_normal((1 if batch == 1 else 2, 32, 4, 4, 4)).astype(np.float32)
+    np.testing.assert_allclose(session.run(None, {"x": data})[0], compiled({"x": data})[0], rtol=1e-5, atol=1e-5)

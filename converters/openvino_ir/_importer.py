@@ -57,7 +57,8 @@ class _Shared:
         self.states: dict[str, dict] = {}  # variable id -> its ReadValue/Assign (rules/state.py)
         self.passthrough: set[str] = set()  # OV nodes whose output is their input 0 (beam_idx Gathers) or
         # the value they were bound to (a 3-D convolution's bias, residual Add and Relu taken into it: rules/conv.py)
-        self.frames: dict[str, list] = {}  # 5-D value -> its frames as 4-D values, in order (rules/conv.py)
+        self.frames: dict[str, list | str] = {}  # 5-D value -> its frames as 4-D values, in order, or (a clip of
+        # one) one 4-D value holding them as its batch (rules/conv.py)
         self.packed: dict[str, tuple] = {}  # 4-bit weight Constant -> its MatMulNBits inputs (quantization.py)
         self.opset_of: dict[str, int] = {}  # output of a node needing a newer default-domain opset -> it
 

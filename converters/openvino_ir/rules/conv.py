@@ -62,7 +62,9 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
             "output frame and temporal kernel tap reading a real frame (taps that would read the time padding "
             "are left out), added tap by tap, the output frames concatenated in time (onnxruntime's 2-D "
             "convolutions are faster than its 3-D ones and no zeros are multiplied: docs/performance.md); a 3-D "
-            "convolution reading another's output reads its frames; a constant per-channel bias Add that is the "
+            "convolution reading another's output reads its frames; one over space only (a 1 x k x k kernel) on one "
+            "clip runs its frames as one batch, one Conv, where that pays (large weights); a constant "
+            "per-channel bias Add that is the "
             "convolution's only reader, then a residual Add of another 3-D convolution's output, then a Relu "
             "(each the only reader of the one before) go into the 2-D convolutions, where onnxruntime fuses "
             "them; the sum's order differs (float accumulation)",
@@ -81,7 +83,9 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
     the time padding: left out, nothing multiplies zeros) of that frame convolved with the weights' slice of
     the tap, added tap by tap (onnxruntime fuses each Add into the next convolution's accumulation); each
     input frame is sliced once (onnxruntime reorders it once for all the convolutions reading it), the output
-    frames concatenated in time. Returns False (nothing emitted) where it does not apply."""
+    frames concatenated in time; frames another 3-D convolution computed are read as they are. A convolution
+    over space only (one tap, frame t for frame t) of one clip convolves all frames as one batch instead.
+    Returns False (nothing emitted) where it does not apply."""
     data, weights, out = (node.get_input_partial_shape(0), node.get_input_partial_shape(1),
                           node.get_output_partial_shape(0))
     if len(data) != 5 or "pads" not in attributes or not weights.is_static or data[2].is_dynamic or \
@@ -96,45 +100,102 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
               if 0 <= t * stride + tap * dilation - begin < frames] for t in range(out_frames)]
     if not all(reads):
         return False  # output frames reading padding only (zeros): the plain 3-D Conv
-    bias, residual, relu = _taken_readers(ctx, node, outputs, out_frames)
+    bias, residual, relu = _taken_readers(ctx, node, outputs)
     conv2d = {"strides": attributes["strides"][1:], "dilations": attributes["dilations"][1:],
               "pads": attributes["pads"][1:3] + attributes["pads"][4:6]}
-    inputs = dict(enumerate(ctx.shared.frames.get(ctx.inp(node, 0), ())))  # a 3-D convolution's frames
-    kernels, pieces, frames_out, x = {}, [], [], None
-    for t, read in enumerate(reads):
-        total = None
-        for tap, frame in read:
-            if tap not in kernels:
-                kernels[tap] = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")],
-                                        axis=2)
-            if frame not in inputs:
-                x = x or ctx.emit("Transpose", [ctx.inp(node, 0)], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
-                one = x if frames == 1 else ctx.emit("Slice", [x, ctx.const(np.array([frame], np.int64), "start"),
-                                                               ctx.const(np.array([frame + 1], np.int64), "end"),
-                                                               ctx.const(np.array([1], np.int64), "axis")])
-                inputs[frame] = ctx.emit("Squeeze", [one, ctx.const(np.array([1], np.int64), "axis")])
-            partial = ctx.emit("Conv", [inputs[frame], kernels[tap]], **conv2d)
-            if total is None and bias is not None:
-                partial = ctx.emit("Add", [partial, bias])  # onnxruntime: the first tap's Conv bias
-            if total is None and residual is not None:
-                partial = ctx.emit("Add", [partial, residual[t]])  # onnxruntime: its sum input
-            total = partial if total is None else ctx.emit("Add", [total, partial])
-        if relu:
-            total = ctx.emit("Relu", [total])
-        frames_out.append(total)
-        pieces.append(ctx.emit("Unsqueeze", [total, ctx.const(np.array([1], np.int64), "axis")]))
+    clip, kernels = _Clip(ctx, ctx.inp(node, 0), frames), {}
+    if data[0].is_static and data[0].get_length() == 1 and out_frames > 1 and \
+            all(read == [(reads[0][0][0], t)] for t, read in enumerate(reads)) and \
+            (not isinstance(ctx.shared.frames.get(ctx.inp(node, 0)), list) or _batch_pays(data, weights)):
+        # one tap, frame t for frame t (a k x k convolution over time): the frames as one batch, one Conv
+        total = _conv_taps(ctx, node, kernels, [(reads[0][0][0], clip.batch())], conv2d, bias,
+                           None if residual is None else _Clip(ctx, residual, out_frames).batch(), relu)
+        ctx.emit("Transpose", [ctx.emit("Unsqueeze", [total, ctx.const(np.array([0], np.int64), "axis")])],
+                 [ctx.out(node)], perm=[0, 2, 1, 3, 4])
+        ctx.shared.frames[ctx.out(node)] = total
+        return True
+    shortcut = None if residual is None else _Clip(ctx, residual, out_frames)
+    frames_out = [_conv_taps(ctx, node, kernels, [(tap, clip.frame(frame)) for tap, frame in read], conv2d, bias,
+                             None if shortcut is None else shortcut.frame(t), relu) for t, read in enumerate(reads)]
+    pieces = [ctx.emit("Unsqueeze", [total, ctx.const(np.array([1], np.int64), "axis")]) for total in frames_out]
     joined = pieces[0] if len(pieces) == 1 else ctx.emit("Concat", pieces, axis=1)
     ctx.emit("Transpose", [joined], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
     ctx.shared.frames[ctx.out(node)] = frames_out  # a 3-D convolution reading this reads them (the same values)
     return True
 
 
-def _taken_readers(ctx, node, outputs: int, out_frames: int) -> tuple:
+def _batch_pays(data, weights) -> bool:
+    """Whether batching frames given one by one pays: onnxruntime then moves the clip about three times
+    (out of its blocked layout, concatenated, back), where a Conv per frame reads the weights once more per
+    frame (large weights on small frames: deep layers)."""
+    if not data.is_static:
+        return False
+    frames, clip = data[2].get_length(), int(np.prod([d.get_length() for d in data]))
+    return (frames - 1) * int(np.prod([d.get_length() for d in weights])) > 3 * clip
+
+
+def _conv_taps(ctx, node, kernels: dict, reads, conv2d, bias, residual, relu) -> str:
+    """The sum over (tap, 4-D input) of 2-D Convs with the weights' slice of the tap, added one by one
+    (onnxruntime: each Add the next convolution's sum input), bias and residual added to the first
+    (onnxruntime: its bias and sum input), then the Relu (fused into the last)."""
+    total = None
+    for tap, value in reads:
+        if tap not in kernels:  # the weights' slice of the tap
+            kernels[tap] = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")], axis=2)
+        partial = ctx.emit("Conv", [value, kernels[tap]], **conv2d)
+        if total is None and bias is not None:
+            partial = ctx.emit("Add", [partial, bias])
+        if total is None and residual is not None:
+            partial = ctx.emit("Add", [partial, residual])
+        total = partial if total is None else ctx.emit("Add", [total, partial])
+    return ctx.emit("Relu", [total]) if relu else total
+
+
+class _Clip:
+    """The frames of a 5-D value [N, C, T, H, W] as 4-D values, each made once: those a 3-D convolution
+    converted before gave (its frames, or for a clip of one, all frames as one batch), else sliced."""
+
+    def __init__(self, ctx, name: str, frames: int):
+        self.ctx, self.name, self.frames = ctx, name, frames
+        given = ctx.shared.frames.get(name)
+        self.given = given if isinstance(given, str) else None  # [T, C, H, W]: the frames as the batch
+        self.each = dict(enumerate(given)) if isinstance(given, list) else {}
+        self.moved = None
+
+    def frame(self, index: int) -> str:
+        ctx = self.ctx
+        if index not in self.each:
+            axis = ctx.const(np.array([0 if self.given else 1], np.int64), "axis")
+            if self.given and self.frames == 1:
+                self.each[index] = self.given
+            elif self.given:
+                self.each[index] = ctx.emit("Slice", [self.given, ctx.const(np.array([index], np.int64), "start"),
+                                                      ctx.const(np.array([index + 1], np.int64), "end"), axis])
+            else:
+                self.moved = self.moved or ctx.emit("Transpose", [self.name], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
+                one = self.moved if self.frames == 1 else ctx.emit(
+                    "Slice", [self.moved, ctx.const(np.array([index], np.int64), "start"),
+                              ctx.const(np.array([index + 1], np.int64), "end"), axis])
+                self.each[index] = ctx.emit("Squeeze", [one, axis])
+        return self.each[index]
+
+    def batch(self) -> str:
+        """A clip of one: its frames as the batch, [T, C, H, W]."""
+        ctx = self.ctx
+        if self.given:
+            return self.given
+        if self.each and len(self.each) == self.frames:
+            return ctx.emit("Concat", [self.each[f] for f in range(self.frames)], axis=0)
+        moved = ctx.emit("Transpose", [self.name], perm=[0, 2, 1, 3, 4])
+        return ctx.emit("Squeeze", [moved, ctx.const(np.array([0], np.int64), "axis")])
+
+
+def _taken_readers(ctx, node, outputs: int) -> tuple:
     """The per-channel bias Add a convolution's only reader is (as openvino.convert_model writes conv + batch
     norm), then a residual Add of a value whose frames a 3-D convolution converted before gave (ResNet blocks),
     then a Relu, each the only reader of the one before, taken into the 2-D convolutions, where onnxruntime
-    fuses them into its convolution kernels: (bias as [O, 1, 1] or None, the residual's frames or None,
-    whether a Relu follows). A taken node's output is the convolution's (the walk passes it through)."""
+    fuses them into its convolution kernels: (bias as [O, 1, 1] or None, the residual (a 5-D value whose
+    frames are known) or None, whether a Relu follows). A taken node's output is the convolution's (the walk passes it through)."""
     add = _only_reader(node, "Add")
     if add is None or add.input_value(0).get_node().get_name() != node.get_name():
         return None, None, False
@@ -148,13 +209,11 @@ def _taken_readers(ctx, node, outputs: int, out_frames: int) -> tuple:
     shortcut = _only_reader(add, "Add")
     if shortcut is not None:
         other = 1 if shortcut.input_value(0).get_node().get_name() == add.get_name() else 0
-        residual = ctx.shared.frames.get(ctx.inp(shortcut, other))  # given: converted before this one
-        if residual is not None and len(residual) == out_frames and \
+        value = ctx.inp(shortcut, other)
+        if value in ctx.shared.frames and \
                 shortcut.get_input_partial_shape(other) == node.get_output_partial_shape(0):
-            _take(ctx, node, shortcut)
-            last = shortcut
-        else:
-            residual = None
+            _take(ctx, node, shortcut)  # frames a 3-D convolution converted before this one gave
+            last, residual = shortcut, value
     relu = _only_reader(last, "Relu")
     if relu is not None:
         _take(ctx, node, relu)
