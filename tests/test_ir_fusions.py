@@ -124,7 +124,8 @@ def _conv3d_block(shape, outputs, bias_first=False, relu=True, second_reader=Fal
     Relu, read by a Multiply (or a model output); returns the model and the converted model."""
     rng = np.random.default_rng(sum(shape) + outputs)
     x = op.parameter(list(shape), ov.Type.f32, name="x")
-    weights = op.convert(op.constant((rng.standard_normal((outputs, shape[1], 3, 3, 3)) / 20).astype(np.float16)), "f32")
+    weights = rng.standard_normal((outputs, shape[1], 3, 3, 3)) / 20
+    weights = op.convert(op.constant(weights.astype(np.float16)), "f32")
     conv = op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])
     bias = op.convert(op.constant(rng.standard_normal((1, outputs, 1, 1, 1)).astype(np.float16)), "f32")
     out = op.add(bias, conv) if bias_first else op.add(conv, bias)

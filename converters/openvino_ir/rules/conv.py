@@ -107,7 +107,7 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
     if data[0].is_static and data[0].get_length() == 1 and out_frames > 1 and \
             all(read == [(reads[0][0][0], t)] for t, read in enumerate(reads)) and \
             (not isinstance(ctx.shared.frames.get(ctx.inp(node, 0)), list) or _batch_pays(data, weights)):
-        # one tap, frame t for frame t (a k x k convolution over time): the frames as one batch, one Conv
+        # over space only (one tap, frame t for frame t): the clip's frames as one batch, one Conv
         total = _conv_taps(ctx, node, kernels, [(reads[0][0][0], clip.batch())], conv2d, bias,
                            None if residual is None else _Clip(ctx, residual, out_frames).batch(), relu)
         ctx.emit("Transpose", [ctx.emit("Unsqueeze", [total, ctx.const(np.array([0], np.int64), "axis")])],
@@ -195,7 +195,8 @@ def _taken_readers(ctx, node, outputs: int) -> tuple:
     norm), then a residual Add of a value whose frames a 3-D convolution converted before gave (ResNet blocks),
     then a Relu, each the only reader of the one before, taken into the 2-D convolutions, where onnxruntime
     fuses them into its convolution kernels: (bias as [O, 1, 1] or None, the residual (a 5-D value whose
-    frames are known) or None, whether a Relu follows). A taken node's output is the convolution's (the walk passes it through)."""
+    frames are known) or None, whether a Relu follows). A taken node's output is the convolution's (the walk
+    passes it through)."""
     add = _only_reader(node, "Add")
     if add is None or add.input_value(0).get_node().get_name() != node.get_name():
         return None, None, False
