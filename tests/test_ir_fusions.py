@@ -46,6 +46,12 @@ CONV3D = {
     "one_frame_left": ((1, 3, 1, 5, 5), (2, 3, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], "explicit"),
     "padding_taps_strided": ((1, 2, 3, 4, 4), (2, 2, 5, 1, 1), [3, 1, 1], [2, 0, 0], [2, 0, 0], [1, 1, 1],
                              "explicit"),
+    "dynamic_batch": ((-1, 3, 4, 5, 5), (2, 3, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], "explicit"),
+    "dynamic_size": ((1, 3, 4, -1, -1), (2, 3, 3, 3, 3), [1, 2, 1], [1, 1, 0], [1, 0, 1], [1, 1, 1], "explicit"),
+    "runs_strided_dilated": ((2, 2, 11, 4, 4), (3, 2, 3, 2, 2), [2, 1, 1], [3, 1, 0], [2, 0, 1], [2, 1, 1],
+                             "explicit"),
+    "kernel_longer_than_clip": ((1, 2, 3, 4, 4), (2, 2, 5, 3, 3), [1, 1, 1], [2, 1, 1], [2, 1, 1], [1, 1, 1],
+                                "explicit"),
 }
 
 
@@ -61,11 +67,42 @@ def test_conv3d_runs_as_2d_convolutions(case_id, tmp_path):
     assert "Conv" in {n.op_type for n in onnx_model.graph.node}
     assert all(len(w.dims) == 4 for w in onnx.load(str(tmp_path / "conv.onnx")).graph.initializer
                if len(w.dims) >= 4), "only 2-D convolution weights are left"
-    data = rng.standard_normal(shape).astype(np.float32)
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    for batch, size in ((1, 5), (3, 6)) if -1 in shape else ((shape[0], None),):
+        concrete = (batch if shape[0] == -1 else shape[0],) + tuple(size if d == -1 else d for d in shape[1:])
+        data = rng.standard_normal(concrete).astype(np.float32)
+        want = compiled({"x": data})[0]
+        got = session.run(None, {"x": data})[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # the taps are summed in another order
+
+
+def test_conv3d_taps_reading_time_padding_are_left_out_and_added_in_the_convolution(tmp_path):
+    """r3d_18's 3x3x3 block on 4 frames: the first and last output frames read two taps each (the third
+    would read the time padding), the middle two all three: 2 + 3 + 3 + 2 2-D convolutions, each input frame
+    sliced once, and onnxruntime accumulates each tap in the convolution (its NCHWc Conv's sum input): no Add
+    or Sum is left."""
+    x = op.parameter([1, 16, 4, 6, 6], ov.Type.f32, name="x")
+    weights = op.constant(np.random.default_rng(5).standard_normal((16, 16, 3, 3, 3)).astype(np.float32))
+    model = ov.Model([op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])], [x])
+    onnx_model = import_ir(model)
+    emitted = [n.op_type for n in onnx_model.graph.node]
+    assert emitted.count("Conv") == 10 and emitted.count("Slice") == 4
+    _, ops = _optimized(onnx_model, tmp_path / "conv.onnx")
+    assert ops.count("Conv") == 10 and "Add" not in ops and "Sum" not in ops
+
+
+def test_conv3d_with_output_frames_reading_padding_only_stays_3d():
+    """Output frames that read the time padding only are zeros: such a convolution keeps ONNX's 3-D Conv."""
+    x = op.parameter([1, 2, 3, 4, 4], ov.Type.f32, name="x")
+    weights = op.constant(np.random.default_rng(6).standard_normal((2, 2, 1, 3, 3)).astype(np.float32))
+    model = ov.Model([op.convolution(x, weights, [1, 1, 1], [2, 1, 1], [1, 1, 1], [1, 1, 1])], [x])
+    onnx_model = import_ir(model)
+    assert [n.op_type for n in onnx_model.graph.node] == ["Conv"]
+    session = ort.InferenceSession(onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    data = np.random.default_rng(7).standard_normal((1, 2, 3, 4, 4)).astype(np.float32)
     want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})[0]
-    got = session.run(None, {"x": data})[0]
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # the taps are summed in another order
+    np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=1e-5)
 
 
 def test_conv3d_of_dynamic_shape_stays_3d():
@@ -80,3 +117,108 @@ def test_conv3d_taps_reading_padding_only_are_left_out():
     weights = op.constant(np.ones((2, 3, 3, 3, 3), np.float32))
     onnx_model = import_ir(ov.Model([op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])], [x]))
     assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 1
+
+
+def _conv3d_block(shape, outputs, bias_first=False, relu=True, second_reader=False, output=False):
+    """Convolution 3x3x3 + per-channel bias Add (f16 constant, as save_model writes a folded batch norm) +
+    Relu, read by a Multiply (or a model output); returns the model and the converted model."""
+    rng = np.random.default_rng(sum(shape) + outputs)
+    x = op.parameter(list(shape), ov.Type.f32, name="x")
+    weights = rng.standard_normal((outputs, shape[1], 3, 3, 3)) / 20
+    weights = op.convert(op.constant(weights.astype(np.float16)), "f32")
+    conv = op.convolution(x, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1])
+    bias = op.convert(op.constant(rng.standard_normal((1, outputs, 1, 1, 1)).astype(np.float16)), "f32")
+    out = op.add(bias, conv) if bias_first else op.add(conv, bias)
+    out = op.relu(out) if relu else out
+    results = [out if output else op.multiply(out, op.constant(np.float32(0.5)))]
+    if second_reader:
+        results.append(op.multiply(conv, op.constant(np.float32(2))))
+    model = ov.Model(results, [x])
+    return model, import_ir(model)
+
+
+@pytest.mark.parametrize("form", ["bias_relu", "bias_only", "bias_first", "conv_read_twice", "model_output"])
+def test_conv3d_bias_and_relu_go_into_the_2d_convolutions(form, tmp_path):
+    """convert_model's conv + folded batch norm + Relu: the bias is added to the first tap's 2-D convolution
+    and the Relu applied per run, so onnxruntime fuses both into its convolution kernels; where the Add
+    comes first, the convolution has another reader or the Relu is a model output (its name kept) they stay
+    as they are."""
+    model, onnx_model = _conv3d_block((1, 16, 4, 6, 6), 16, bias_first=form == "bias_first",
+                                      relu=form != "bias_only", second_reader=form == "conv_read_twice",
+                                      output=form == "model_output")
+    session, ops = _optimized(onnx_model, tmp_path / "block.onnx")
+    if form in ("bias_relu", "bias_only"):
+        assert ops.count("Conv") == 10 and not {"Add", "Relu", "Sum"} & set(ops), ops
+    else:
+        assert "Add" in ops or "Relu" in ops
+    data = np.random.default_rng(8).standard_normal((1, 16, 4, 6, 6)).astype(np.float32)
+    want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})
+    for got, expected in zip(session.run(None, {"x": data}), want.values()):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def _resnet3d(x, rng, skip_from_input=False):
+    """A stem and two ResNet blocks of 3-D convolutions as convert_model writes them (conv + folded batch
+    norm bias + Relu; the second block downsamples, its shortcut a strided 1x1x1 convolution)."""
+    def conv(value, inputs, outputs, kernel, stride, pad):
+        weights = (rng.standard_normal((outputs, inputs) + kernel) / np.sqrt(inputs * np.prod(kernel)))
+        bias = op.convert(op.constant(rng.standard_normal((1, outputs, 1, 1, 1)).astype(np.float16)), "f32")
+        return op.add(op.convolution(value, op.convert(op.constant(weights.astype(np.float16)), "f32"), stride,
+                                     pad, pad, [1, 1, 1]), bias)
+
+    stem = op.relu(conv(x, x.get_output_partial_shape(0)[1].get_length(), 16, (3, 3, 3), [1, 1, 1], [1, 1, 1]))
+    block = op.relu(conv(stem, 16, 16, (3, 3, 3), [1, 1, 1], [1, 1, 1]))
+    block = op.relu(op.add(conv(block, 16, 16, (3, 3, 3), [1, 1, 1], [1, 1, 1]), x if skip_from_input else stem))
+    down = op.relu(conv(block, 16, 32, (3, 3, 3), [2, 2, 2], [1, 1, 1]))
+    shortcut = conv(block, 16, 32, (1, 1, 1), [2, 2, 2], [0, 0, 0])
+    return op.reduce_mean(op.relu(op.add(conv(down, 32, 32, (3, 3, 3), [1, 1, 1], [1, 1, 1]), shortcut)),
+                          op.constant(np.array([2, 3, 4], np.int64)), False)
+
+
+@pytest.mark.parametrize("form", ["resnet", "dynamic_batch", "shortcut_from_the_input"])
+def test_conv3d_resnet_blocks_stay_frames_of_2d_convolutions(form, tmp_path):
+    """Every convolution reads the frames the one before computed, and a residual Add of frames a
+    convolution gave goes into the 2-D convolutions too (whichever of the block's convolutions is converted
+    first): onnxruntime runs the whole network in its blocked layout (reordered back at the end, per output
+    frame), no Add, no Relu. A shortcut from the model input (no frames) stays an Add."""
+    channels = 16 if form == "shortcut_from_the_input" else 3
+    x = op.parameter([-1 if form == "dynamic_batch" else 1, channels, 4, 6, 6], ov.Type.f32, name="x")
+    model = ov.Model([_resnet3d(x, np.random.default_rng(9), form == "shortcut_from_the_input")], [x])
+    session, ops = _optimized(import_ir(model), tmp_path / "resnet.onnx")
+    if form == "shortcut_from_the_input":
+        assert "Add" in ops
+    else:
+        assert not {"Add", "Relu", "Sum", "ReorderInput"} & set(ops), ops
+        assert ops.count("ReorderOutput") == 2 and ops.count("Concat") == 1  # the last convolution's 2 frames
+    data = np.random.default_rng(10).standard_normal((2 if form == "dynamic_batch" else 1, channels, 4, 6, 6))
+    data = data.astype(np.float32)
+    want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})[0]
+    np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch", [1, -1], ids=["one_clip", "dynamic_batch"])
+def test_conv3d_spatial_and_temporal_convolutions_mixed(batch, tmp_path):
+    """(2+1)-D blocks as r2plus1d/mc3 write them: a 1x3x3 convolution of one clip runs its frames as one batch
+    (one Conv) where re-reading large weights per frame would cost more than batching the frames given one
+    by one; 3x1x1 ones read those frames back one by one; residuals cross both forms."""
+    rng = np.random.default_rng(11)
+
+    def conv(value, kernel, pad):
+        weights = rng.standard_normal((32, 32) + kernel) / np.sqrt(32 * np.prod(kernel))
+        bias = op.constant(rng.standard_normal((1, 32, 1, 1, 1)).astype(np.float32))
+        return op.add(op.convolution(value, op.constant(weights.astype(np.float32)), [1, 1, 1], pad, pad,
+                                     [1, 1, 1]), bias)
+
+    x = op.parameter([batch, 32, 4, 4, 4], ov.Type.f32, name="x")
+    spatial = op.relu(conv(x, (1, 3, 3), [0, 1, 1]))
+    temporal = op.relu(conv(spatial, (3, 1, 1), [1, 0, 0]))
+    again = op.relu(op.add(conv(temporal, (1, 3, 3), [0, 1, 1]), spatial))
+    out = op.relu(op.add(conv(again, (3, 1, 1), [1, 0, 0]), temporal))
+    model = ov.Model([op.reduce_mean(out, op.constant(np.array([3, 4], np.int64)), False)], [x])
+    onnx_model = import_ir(model)
+    if batch == 1:  # the 1x3x3 convolutions: one Conv each; the 3x1x1 ones: 2 + 3 + 3 + 2
+        assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 1 + 10 + 1 + 10
+    session, _ = _optimized(onnx_model, tmp_path / "mixed.onnx")
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    data = np.random.default_rng(12).standard_normal((1 if batch == 1 else 2, 32, 4, 4, 4)).astype(np.float32)
+    np.testing.assert_allclose(session.run(None, {"x": data})[0], compiled({"x": data})[0], rtol=1e-5, atol=1e-5)

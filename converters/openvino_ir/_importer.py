@@ -55,7 +55,10 @@ class _Shared:
         self.int8 = "qdq"  # FakeQuantize form: "qdq" or "exact" (rules/quantization.py)
         self.notes: list[str] = []  # model-level notes for the conversion report
         self.states: dict[str, dict] = {}  # variable id -> its ReadValue/Assign (rules/state.py)
-        self.passthrough: set[str] = set()  # OV nodes whose output is their input 0 (beam_idx Gathers)
+        self.passthrough: set[str] = set()  # OV nodes whose output is their input 0 (beam_idx Gathers) or
+        # the value they were bound to (a 3-D convolution's bias, residual Add and Relu taken into it: rules/conv.py)
+        self.frames: dict[str, list | str] = {}  # 5-D value -> its frames as 4-D values, in order, or (a clip of
+        # one) one 4-D value holding them as its batch (rules/conv.py)
         self.packed: dict[str, tuple] = {}  # 4-bit weight Constant -> its MatMulNBits inputs (quantization.py)
         self.opset_of: dict[str, int] = {}  # output of a node needing a newer default-domain opset -> it
 
@@ -153,7 +156,8 @@ class Context:
                                            f"{node.get_friendly_name()!r} is not connected")
                 continue
             if node.get_name() in shared.passthrough:
-                self.bind(node.output(0), self.inp(node, 0))
+                if (node.get_name(), 0) not in shared.names:  # not bound by the rule that took it (rules/conv.py)
+                    self.bind(node.output(0), self.inp(node, 0))
                 continue
             handler = find(node)
             if handler is None:

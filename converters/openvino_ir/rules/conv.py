@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._registry import Unsupported, rule
+from .._types import constant_array
 from ._spatial import FLOATS, require_type, static_output_spatial, static_spatial
 
 
@@ -56,10 +57,17 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
                     "padding with dilations",)
 
 
-@rule("Convolution", versions=(1,), onnx="Conv (3-D with static shapes: 2-D Convs over frames, summed)",
-      notes=_FORWARD_NOTES + "; a 3-D convolution of static shapes runs as one 2-D Conv per temporal kernel tap "
-            "over all frames at once, summed (onnxruntime's 2-D convolutions are about 1.6x faster than its "
-            "3-D ones: docs/performance.md); the sum's order differs (float accumulation)",
+@rule("Convolution", versions=(1,), onnx="Conv (3-D: 2-D Convs per frame and tap, added)",
+      notes=_FORWARD_NOTES + "; a 3-D convolution of a static number of frames runs as 2-D Convs, one per "
+            "output frame and temporal kernel tap reading a real frame (taps that would read the time padding "
+            "are left out), added tap by tap, the output frames concatenated in time (onnxruntime's 2-D "
+            "convolutions are faster than its 3-D ones and no zeros are multiplied: docs/performance.md); a 3-D "
+            "convolution reading another's output reads its frames; one over space only (a 1 x k x k kernel) on one "
+            "clip runs its frames as one batch, one Conv, where that pays (large weights); a constant "
+            "per-channel bias Add that is the "
+            "convolution's only reader, then a residual Add of another 3-D convolution's output, then a Relu "
+            "(each the only reader of the one before) go into the 2-D convolutions, where onnxruntime fuses "
+            "them; the sum's order differs (float accumulation)",
       refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
@@ -70,46 +78,175 @@ def convolution(ctx, node):
 
 
 def _frames_as_2d(ctx, node, attributes) -> bool:
-    """A 3-D convolution of static shapes as 2-D convolutions: for each temporal tap t of the kernel, the frames
-    it reads (strided, dilated, after padding the time axis) folded into the batch, convolved with the
-    weights' slice t; the taps summed, those reading padding only left out (onnxruntime's 3-D Conv multiplies
-    them). Returns False (nothing emitted) where it does not apply."""
+    """A 3-D convolution as 2-D convolutions over frames (a static number of frames): each output frame is
+    the sum over the kernel's temporal taps that read a real frame (at the clip's ends the others would read
+    the time padding: left out, nothing multiplies zeros) of that frame convolved with the weights' slice of
+    the tap, added tap by tap (onnxruntime fuses each Add into the next convolution's accumulation); each
+    input frame is sliced once (onnxruntime reorders it once for all the convolutions reading it), the output
+    frames concatenated in time; frames another 3-D convolution computed are read as they are. A convolution
+    over space only (one tap, frame t for frame t) of one clip convolves all frames as one batch instead.
+    Returns False (nothing emitted) where it does not apply."""
     data, weights, out = (node.get_input_partial_shape(0), node.get_input_partial_shape(1),
                           node.get_output_partial_shape(0))
-    if not (data.is_static and weights.is_static and out.is_static and len(data) == 5) or "pads" not in attributes:
+    if len(data) != 5 or "pads" not in attributes or not weights.is_static or data[2].is_dynamic or \
+            out[2].is_dynamic:
         return False
     if node.input_value(0).get_node().get_type_name() == "FakeQuantize":
         return False  # a quantized convolution: kept whole for onnxruntime's QDQ fusion
-    n, c, frames = (d.get_length() for d in list(data)[:3])
+    frames, out_frames = data[2].get_length(), out[2].get_length()
     outputs, taps = weights[0].get_length(), weights[2].get_length()
-    out_frames, height, width = (d.get_length() for d in list(out)[2:])
-    stride, dilation = attributes["strides"][0], attributes["dilations"][0]
-    pads = attributes["pads"]
-    x = ctx.inp(node, 0)
-    if pads[0] or pads[3]:
-        x = ctx.emit("Pad", [x, ctx.const(np.array([0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0], np.int64),
-                                          "pads")])
-    x = ctx.emit("Transpose", [x], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
-    flat = ctx.const(np.array([n * out_frames, c] + [d.get_length() for d in list(data)[3:]], np.int64),
-                     "frames_in_batch")
+    stride, dilation, begin = attributes["strides"][0], attributes["dilations"][0], attributes["pads"][0]
+    reads = [[(tap, t * stride + tap * dilation - begin) for tap in range(taps)
+              if 0 <= t * stride + tap * dilation - begin < frames] for t in range(out_frames)]
+    if not all(reads):
+        return False  # output frames reading padding only (zeros): the plain 3-D Conv
+    bias, residual, relu = _taken_readers(ctx, node, outputs)
     conv2d = {"strides": attributes["strides"][1:], "dilations": attributes["dilations"][1:],
-              "pads": pads[1:3] + pads[4:6]}
-    one = ctx.const(np.array([1], np.int64), "axis")
-    partial = []
-    for tap in range(taps):
-        start = tap * dilation
-        if all(not 0 <= start + t * stride - pads[0] < frames for t in range(out_frames)):
-            continue  # a tap that reads padding only adds zeros (deep layers of video models: 1 frame left)
-        frames_read = ctx.emit("Slice", [x, ctx.const(np.array([start], np.int64), "start"),
-                                         ctx.const(np.array([start + (out_frames - 1) * stride + 1], np.int64), "end"),
-                                         one, ctx.const(np.array([stride], np.int64), "step")])
-        kernel = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")], axis=2)
-        partial.append(ctx.emit("Conv", [ctx.emit("Reshape", [frames_read, flat]), kernel], **conv2d))
-    total = partial[0] if len(partial) == 1 else ctx.emit("Sum", partial)
-    shaped = ctx.emit("Reshape", [total, ctx.const(np.array([n, out_frames, outputs, height, width], np.int64),
-                                                   "frames_out")])
-    ctx.emit("Transpose", [shaped], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
+              "pads": attributes["pads"][1:3] + attributes["pads"][4:6]}
+    clip, kernels = _Clip(ctx, ctx.inp(node, 0), frames), {}
+    if data[0].is_static and data[0].get_length() == 1 and out_frames > 1 and \
+            all(read == [(reads[0][0][0], t)] for t, read in enumerate(reads)) and \
+            (not isinstance(ctx.shared.frames.get(ctx.inp(node, 0)), list) or _batch_pays(data, weights)):
+        # over space only (one tap, frame t for frame t): the clip's frames as one batch, one Conv
+        total = _conv_taps(ctx, node, kernels, [(reads[0][0][0], clip.batch())], conv2d, bias,
+                           None if residual is None else _Clip(ctx, residual, out_frames).batch(), relu)
+        ctx.emit("Transpose", [ctx.emit("Unsqueeze", [total, ctx.const(np.array([0], np.int64), "axis")])],
+                 [ctx.out(node)], perm=[0, 2, 1, 3, 4])
+        ctx.shared.frames[ctx.out(node)] = total
+        return True
+    shortcut = None if residual is None else _Clip(ctx, residual, out_frames)
+    frames_out = [_conv_taps(ctx, node, kernels, [(tap, clip.frame(frame)) for tap, frame in read], conv2d, bias,
+                             None if shortcut is None else shortcut.frame(t), relu) for t, read in enumerate(reads)]
+    pieces = [ctx.emit("Unsqueeze", [total, ctx.const(np.array([1], np.int64), "axis")]) for total in frames_out]
+    joined = pieces[0] if len(pieces) == 1 else ctx.emit("Concat", pieces, axis=1)
+    ctx.emit("Transpose", [joined], [ctx.out(node)], perm=[0, 2, 1, 3, 4])
+    ctx.shared.frames[ctx.out(node)] = frames_out  # a 3-D convolution reading this reads them (the same values)
     return True
+
+
+def _batch_pays(data, weights) -> bool:
+    """Whether batching frames given one by one pays: onnxruntime then moves the clip about three times
+    (out of its blocked layout, concatenated, back), where a Conv per frame reads the weights once more per
+    frame (large weights on small frames: deep layers)."""
+    if not data.is_static:
+        return False
+    frames, clip = data[2].get_length(), int(np.prod([d.get_length() for d in data]))
+    return (frames - 1) * int(np.prod([d.get_length() for d in weights])) > 3 * clip
+
+
+def _conv_taps(ctx, node, kernels: dict, reads, conv2d, bias, residual, relu) -> str:
+    """The sum over (tap, 4-D input) of 2-D Convs with the weights' slice of the tap, added one by one
+    (onnxruntime: each Add the next convolution's sum input), bias and residual added to the first
+    (onnxruntime: its bias and sum input), then the Relu (fused into the last)."""
+    total = None
+    for tap, value in reads:
+        if tap not in kernels:  # the weights' slice of the tap
+            kernels[tap] = ctx.emit("Gather", [ctx.inp(node, 1), ctx.const(np.array(tap, np.int64), "tap")], axis=2)
+        partial = ctx.emit("Conv", [value, kernels[tap]], **conv2d)
+        if total is None and bias is not None:
+            partial = ctx.emit("Add", [partial, bias])
+        if total is None and residual is not None:
+            partial = ctx.emit("Add", [partial, residual])
+        total = partial if total is None else ctx.emit("Add", [total, partial])
+    return ctx.emit("Relu", [total]) if relu else total
+
+
+class _Clip:
+    """The frames of a 5-D value [N, C, T, H, W] as 4-D values, each made once: those a 3-D convolution
+    converted before gave (its frames, or for a clip of one, all frames as one batch), else sliced."""
+
+    def __init__(self, ctx, name: str, frames: int):
+        self.ctx, self.name, self.frames = ctx, name, frames
+        given = ctx.shared.frames.get(name)
+        self.given = given if isinstance(given, str) else None  # [T, C, H, W]: the frames as the batch
+        self.each = dict(enumerate(given)) if isinstance(given, list) else {}
+        self.moved = None
+
+    def frame(self, index: int) -> str:
+        ctx = self.ctx
+        if index not in self.each:
+            axis = ctx.const(np.array([0 if self.given else 1], np.int64), "axis")
+            if self.given and self.frames == 1:
+                self.each[index] = self.given
+            elif self.given:
+                self.each[index] = ctx.emit("Slice", [self.given, ctx.const(np.array([index], np.int64), "start"),
+                                                      ctx.const(np.array([index + 1], np.int64), "end"), axis])
+            else:
+                self.moved = self.moved or ctx.emit("Transpose", [self.name], perm=[0, 2, 1, 3, 4])  # N, T, C, H, W
+                one = self.moved if self.frames == 1 else ctx.emit(
+                    "Slice", [self.moved, ctx.const(np.array([index], np.int64), "start"),
+                              ctx.const(np.array([index + 1], np.int64), "end"), axis])
+                self.each[index] = ctx.emit("Squeeze", [one, axis])
+        return self.each[index]
+
+    def batch(self) -> str:
+        """A clip of one: its frames as the batch, [T, C, H, W]."""
+        ctx = self.ctx
+        if self.given:
+            return self.given
+        if self.each and len(self.each) == self.frames:
+            return ctx.emit("Concat", [self.each[f] for f in range(self.frames)], axis=0)
+        moved = ctx.emit("Transpose", [self.name], perm=[0, 2, 1, 3, 4])
+        return ctx.emit("Squeeze", [moved, ctx.const(np.array([0], np.int64), "axis")])
+
+
+def _taken_readers(ctx, node, outputs: int) -> tuple:
+    """The per-channel bias Add a convolution's only reader is (as openvino.convert_model writes conv + batch
+    norm), then a residual Add of a value whose frames a 3-D convolution converted before gave (ResNet blocks),
+    then a Relu, each the only reader of the one before, taken into the 2-D convolutions, where onnxruntime
+    fuses them into its convolution kernels: (bias as [O, 1, 1] or None, the residual (a 5-D value whose
+    frames are known) or None, whether a Relu follows). A taken node's output is the convolution's (the walk
+    passes it through)."""
+    add = _only_reader(node, "Add")
+    if add is None or add.input_value(0).get_node().get_name() != node.get_name():
+        return None, None, False
+    value = _constant(add.input_value(1))
+    if value is None or value.shape != (1, outputs, 1, 1, 1) or value.dtype != np.float32 or \
+            str(add.get_attributes().get("auto_broadcast", "numpy")).lower() != "numpy":
+        return None, None, False
+    _take(ctx, node, add)
+    bias = ctx.const(value.reshape(outputs, 1, 1), "bias")
+    last, residual = add, None
+    shortcut = _only_reader(add, "Add")
+    if shortcut is not None:
+        other = 1 if shortcut.input_value(0).get_node().get_name() == add.get_name() else 0
+        value = ctx.inp(shortcut, other)
+        if value in ctx.shared.frames and \
+                shortcut.get_input_partial_shape(other) == node.get_output_partial_shape(0):
+            _take(ctx, node, shortcut)  # frames a 3-D convolution converted before this one gave
+            last, residual = shortcut, value
+    relu = _only_reader(last, "Relu")
+    if relu is not None:
+        _take(ctx, node, relu)
+    return bias, residual, relu is not None
+
+
+def _take(ctx, node, reader) -> None:
+    """`reader`'s output is `node`'s (computed by its rule)."""
+    ctx.bind(reader.output(0), ctx.out(node))
+    ctx.shared.passthrough.add(reader.get_name())
+
+
+def _constant(output) -> np.ndarray | None:
+    """The value of a Constant, or of a Convert of one (f16 weights as save_model compresses them; exact in
+    numpy), else None (a value computed later in the walk cannot be read before it)."""
+    producer = output.get_node()
+    if producer.get_type_name() == "Convert" and producer.input_value(0).get_node().get_type_name() == "Constant":
+        source = constant_array(producer.input_value(0).get_node())
+        return source.astype(np.float32) if source.dtype in (np.float16, np.float32) and \
+            producer.get_output_element_type(0).get_type_name() == "f32" else None
+    return constant_array(producer) if producer.get_type_name() == "Constant" else None
+
+
+def _only_reader(node, kind: str):
+    """The node reading `node`'s output when it is the only reader, of type `kind` and not a Result's input."""
+    readers = list(node.output(0).get_target_inputs())
+    if len(readers) != 1 or readers[0].get_node().get_type_name() != kind:
+        return None
+    reader = readers[0].get_node()
+    if any(t.get_node().get_type_name() == "Result" for t in reader.output(0).get_target_inputs()):
+        return None  # a model output keeps its own name
+    return reader
 
 
 @rule("GroupConvolution", versions=(1,), onnx="Conv (group), weights reshaped",
