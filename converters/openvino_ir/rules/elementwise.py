@@ -167,16 +167,83 @@ def mish(ctx, node):
     ctx.emit("Mish", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Add, Div",
-      notes="x / (1 + exp(-beta x)), beta optional (1): onnxruntime's Sigmoid is off by ~5e-8 absolute for "
-            "large negative inputs, which x * Sigmoid(beta x) would scale to 1e-6 at x = -20")
+@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Sub, Div",
+      notes="x / (1 + exp(-beta x)) written as y / (-1 - exp(beta y)), y = -x, beta optional (1): the same "
+            "roundings (IEEE rounding is symmetric); where x is a float convolution (+ constant bias) read by "
+            "the Swish only, y is that convolution with negated weights and bias (exactly -x; onnxruntime folds "
+            "the negated constants, so the Neg costs nothing). onnxruntime's Sigmoid is off by ~5e-8 absolute "
+            "for large negative inputs, which x * Sigmoid(beta x) would scale to 1e-6 at x = -20")
 def swish(ctx, node):
-    x = ctx.inp(node, 0)
-    negated = ctx.emit("Neg", [x])
-    if node.get_input_size() > 1:
-        negated = ctx.emit("Mul", [negated, ctx.inp(node, 1)])
-    one = ctx.const(np.array(1, numpy_type(ctx.elem(node, 0))), "one")
-    ctx.emit("Div", [x, ctx.emit("Add", [one, ctx.emit("Exp", [negated])])], [ctx.out(node)])
+    negated = _negated_convolution(ctx, node) or ctx.emit("Neg", [ctx.inp(node, 0)])
+    scaled = negated if node.get_input_size() < 2 else ctx.emit("Mul", [negated, ctx.inp(node, 1)])
+    minus_one = ctx.const(np.array(-1, numpy_type(ctx.elem(node, 0))), "minus_one")
+    ctx.emit("Div", [negated, ctx.emit("Sub", [minus_one, ctx.emit("Exp", [scaled])])], [ctx.out(node)])
+
+
+_CONVOLUTIONS = ("Convolution", "GroupConvolution")
+
+
+def _constant(output) -> bool:
+    """Whether an OpenVINO output is a Constant, through f16 decompression (Convert) and Reshapes to constant
+    shapes (group weights): no FakeQuantize or int8 weight chain (Multiply by scales) on the way."""
+    node = output.get_node()
+    while node.get_type_name() in ("Convert", "Reshape"):
+        if node.get_type_name() == "Reshape" and node.input_value(1).get_node().get_type_name() != "Constant":
+            return False
+        node = node.input_value(0).get_node()
+    return node.get_type_name() == "Constant"
+
+
+def _negated_convolution(ctx, node) -> str | None:
+    """-x for Swish's input x = Convolution/GroupConvolution(data, constant weights) [+ constant bias], each read
+    once: the ONNX Conv (already emitted) gets Neg(weights) and its bias Add Neg(bias), both folded by
+    onnxruntime, and fresh output names (the OpenVINO names keep meaning +x: compare's name map leaves them out).
+    None, with nothing changed, where the pattern does not hold (e.g. quantized convolutions)."""
+    x = node.input_value(0)
+    bias = None
+    producer = x.get_node()
+    if producer.get_type_name() == "Add":
+        readers = [i for i in (0, 1) if producer.input_value(i).get_node().get_type_name() in _CONVOLUTIONS]
+        if not readers or not _constant(producer.input_value(1 - readers[0])):
+            return None
+        convolution_out, bias = producer.input_value(readers[0]), 1 - readers[0]
+    elif producer.get_type_name() in _CONVOLUTIONS:
+        convolution_out = x
+    else:
+        return None
+    convolution = convolution_out.get_node()
+    if (len(x.get_target_inputs()) != 1 or len(convolution_out.get_target_inputs()) != 1
+            or not _constant(convolution.input_value(1))
+            or convolution.input_value(0).get_node().get_type_name() == "FakeQuantize"):
+        return None
+    names = {ctx.value(convolution_out): "Conv"} | ({ctx.value(x): "Add"} if bias is not None else {})
+    found = {}
+    for index in range(len(ctx.nodes) - 1, max(len(ctx.nodes) - 64, 0) - 1, -1):  # emitted just before
+        onnx_node = ctx.nodes[index]
+        if onnx_node.output and names.get(onnx_node.output[0]) == onnx_node.op_type:
+            found[onnx_node.op_type] = index
+    if len(found) != len(names) or "" in ctx.nodes[found["Conv"]].input[1:] or (
+            bias is not None and ctx.nodes[found["Add"]].input[1 - bias] != ctx.value(convolution_out)):
+        return None
+    negated = None
+    if bias is not None:  # the Add first: inserting before the Conv moves it
+        add = ctx.nodes[found["Add"]]
+        _insert_before(ctx, found["Add"], "Neg", bias)
+        add.output[0] = negated = ctx.temp("negated")
+    conv = ctx.nodes[found["Conv"]]
+    conv.output[0] = ctx.temp("negated_convolution")
+    if bias is not None:
+        add.input[1 - bias] = conv.output[0]
+    for moved, port in enumerate(range(1, len(conv.input))):  # weights and the Conv's own bias
+        _insert_before(ctx, found["Conv"] + moved, "Neg", port)
+    return negated or conv.output[0]
+
+
+def _insert_before(ctx, index: int, op_type: str, port: int) -> None:
+    """Replace input `port` of emitted ONNX node `index` by op_type(it), the new node placed before it."""
+    reader = ctx.nodes[index]
+    reader.input[port] = ctx.emit(op_type, [reader.input[port]])
+    ctx.nodes.insert(index, ctx.nodes.pop())
 
 
 @rule("Elu", versions=(1,), onnx="Elu")

@@ -1,0 +1,127 @@
+"""Swish after a convolution (efficientnet's SiLU): the convolution computes -x with negated constants, so the
+Swish costs Exp, Sub and Div at run time and no Neg; bit for bit the values of x / (1 + exp(-x)), the form
+imported before, and within the libm tolerance of OpenVINO CPU (docs/performance.md, efficientnet_b0)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+ov = pytest.importorskip("openvino")
+ort = pytest.importorskip("onnxruntime")
+from openvino import opset1, opset4  # noqa: E402
+
+from converters.openvino_ir import import_ir  # noqa: E402
+from tests.helpers.ir_cases import LIBM, assert_same, ov_run  # noqa: E402
+
+pytestmark = pytest.mark.openvino
+
+F32 = np.float32
+#: name -> (data shape, weights shape, group count (0: Convolution), bias, beta, f16-compressed weights)
+CASES = {
+    "conv_bias": ((1, 3, 6, 6), (4, 3, 3, 3), 0, True, None, False),
+    "conv_no_bias": ((1, 3, 5, 5), (4, 3, 1, 1), 0, False, None, False),
+    "depthwise_bias": ((1, 4, 6, 6), (4, 1, 1, 3, 3), 4, True, None, False),
+    "grouped_bias_f16_weights": ((2, 4, 5, 5), (2, 3, 2, 3, 3), 2, True, None, True),
+    "conv_bias_beta": ((1, 3, 6, 6), (4, 3, 3, 3), 0, True, 0.75, False),
+}
+
+
+def _model(case: str, *, seed: int, also_x: bool = False, weights_input: bool = False):
+    """Parameter -> (Group)Convolution [+ bias] -> Swish; also_x: x is a Result too (read twice: not folded);
+    weights_input: the weights are a Parameter (not constant: not folded)."""
+    data_shape, weights_shape, groups, bias, beta, compressed = CASES[case]
+    rng = np.random.default_rng(seed)
+    data = opset1.parameter(list(data_shape), ov.Type.f32, name="data")
+    weights = (rng.standard_normal(weights_shape) * 2.5).astype(F32)
+    parameters = [data]
+    if weights_input:
+        w = opset1.parameter(list(weights_shape), ov.Type.f32, name="weights")
+        parameters.append(w)
+    elif compressed:
+        w = opset1.convert(opset1.constant(weights.astype(np.float16)), "f32")
+    else:
+        w = opset1.constant(weights)
+    spatial = dict(strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1], dilations=[1, 1])
+    x = (opset1.group_convolution(data, w, **spatial) if groups else opset1.convolution(data, w, **spatial))
+    if bias:
+        channels = weights_shape[0] * (weights_shape[1] if groups else 1)
+        x = opset1.add(x, opset1.constant(rng.standard_normal((1, channels, 1, 1)).astype(F32) * 3))
+    y = opset4.swish(x) if beta is None else opset4.swish(x, opset1.constant(np.array(beta, F32)))
+    results = [y.output(0)] + ([x.output(0)] if also_x else [])
+    return ov.Model(results, parameters, case)
+
+
+def _feeds(case: str, seed: int, weights_input: bool = False) -> dict:
+    rng = np.random.default_rng(seed + 1)
+    feeds = {"data": (rng.standard_normal(CASES[case][0]) * 2).astype(F32)}
+    if weights_input:
+        feeds["weights"] = (np.random.default_rng(seed).standard_normal(CASES[case][1]) * 2.5).astype(F32)
+    return feeds
+
+
+def _run(onnx_model, feeds, optimized=None):
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if optimized is not None:
+        options.optimized_model_filepath = str(optimized)
+    session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def _previous_form(x: np.ndarray, beta) -> np.ndarray:
+    """x / (1 + exp(-beta x)) in onnxruntime: the form imported before."""
+    nodes = [helper.make_node("Neg", ["x"], ["n"])]
+    if beta is not None:
+        nodes.append(helper.make_node("Mul", ["n", "beta"], ["nb"]))
+    nodes += [helper.make_node("Exp", ["nb" if beta is not None else "n"], ["e"]),
+              helper.make_node("Add", ["one", "e"], ["d"]), helper.make_node("Div", ["x", "d"], ["y"])]
+    constants = [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])]
+    if beta is not None:
+        constants.append(helper.make_tensor("beta", TensorProto.FLOAT, [], [beta]))
+    graph = helper.make_graph(nodes, "swish", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return _run(model, {"x": x})[0]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_swish_after_a_convolution_has_no_runtime_neg(case, tmp_path):
+    seed = sorted(CASES).index(case)
+    feeds = _feeds(case, seed)
+    folded = import_ir(_model(case, seed=seed))
+    got = _run(folded, feeds, tmp_path / "folded.onnx")[0]
+    assert "Neg" not in [n.op_type for n in onnx.load(str(tmp_path / "folded.onnx")).graph.node]
+    # x read twice: the Swish negates it at run time; bit for bit the same values, and those of the old form
+    unfolded = import_ir(_model(case, seed=seed, also_x=True))
+    assert "Neg" in [n.op_type for n in unfolded.graph.node]
+    swish, x = _run(unfolded, feeds)
+    assert np.abs(x).max() > 10 and x.min() < -10  # the range where exp(-x) over- or underflows matters
+    np.testing.assert_array_equal(got, swish)
+    np.testing.assert_array_equal(got, _previous_form(x, CASES[case][4]))
+    assert_same([got], ov_run(_model(case, seed=seed), feeds)[:1], LIBM, "onnxruntime vs OpenVINO")
+
+
+def test_swish_after_a_convolution_with_weights_input_is_not_folded():
+    feeds = _feeds("conv_bias", 0, weights_input=True)
+    model = import_ir(_model("conv_bias", seed=0, weights_input=True))
+    assert [n.op_type for n in model.graph.node].count("Neg") == 1
+    assert_same(_run(model, feeds), ov_run(_model("conv_bias", seed=0, weights_input=True), feeds), LIBM,
+                "onnxruntime vs OpenVINO")
+
+
+def test_negated_convolution_leaves_the_openvino_name_map_true(tmp_path):
+    """compare's name map (OpenVINO output -> ONNX value) must not point at the negated values."""
+    import json
+
+    from converters.openvino_ir import NAMES_KEY
+
+    ov_model = _model("conv_bias", seed=0)
+    model = import_ir(ov_model)
+    names = json.loads(next(p.value for p in model.metadata_props if p.key == NAMES_KEY))
+    computed = {op.get_friendly_name() for op in ov_model.get_ordered_ops()
+                if op.get_type_name() in ("Convolution", "Add")}
+    assert not computed & {key.rsplit(":", 1)[0] for key in names}
+    assert any(key.startswith(ov_model.get_results()[0].input_value(0).get_node().get_friendly_name())
+               for key in names)  # the Swish output is mapped
