@@ -125,3 +125,18 @@ def test_negated_convolution_leaves_the_openvino_name_map_true(tmp_path):
     assert not computed & {key.rsplit(":", 1)[0] for key in names}
     assert any(key.startswith(ov_model.get_results()[0].input_value(0).get_node().get_friendly_name())
                for key in names)  # the Swish output is mapped
+
+
+@pytest.mark.parametrize("beta", [None, 0.75])
+def test_swish_form_is_bit_identical_to_the_previous_one(beta):
+    """y / (-1 - exp(beta y)), y = -x, on every 1024th f32 of [-20, 20] and the edges (overflow, signed
+    zeros, inf, NaN): bit for bit x / (1 + exp(-beta x))."""
+    magnitudes = np.arange(0, np.float32(20).view(np.int32), 1024, dtype=np.int32).view(F32)
+    x = np.concatenate([magnitudes, -magnitudes, np.array([1e-45, -1e-45, 88.8, -88.8, 100, -100, 3e38, -3e38,
+                                                           np.inf, -np.inf, np.nan], F32)])
+    data = opset1.parameter([-1], ov.Type.f32, name="x")
+    swish = opset4.swish(data) if beta is None else opset4.swish(data, opset1.constant(np.array(beta, F32)))
+    got = _run(import_ir(ov.Model([swish.output(0)], [data], "swish")), {"x": x})[0]
+    want = _previous_form(x, beta)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))  # (a NaN's sign bit means nothing)
+    np.testing.assert_array_equal(got[~np.isnan(got)].view(np.int32), want[~np.isnan(want)].view(np.int32))
