@@ -140,3 +140,38 @@ def test_swish_form_is_bit_identical_to_the_previous_one(beta):
     want = _previous_form(x, beta)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))  # (a NaN's sign bit means nothing)
     np.testing.assert_array_equal(got[~np.isnan(got)].view(np.int32), want[~np.isnan(want)].view(np.int32))
+
+
+def _block(seed: int, *, also_swish: bool = False, beta=None):
+    """efficientnet's expansion: Convolution + bias -> Swish -> depthwise GroupConvolution + bias; also_swish:
+    the Swish is a Result too (read twice: the depthwise convolution reads it as it is)."""
+    rng = np.random.default_rng(seed)
+    data = opset1.parameter([1, 3, 6, 6], ov.Type.f32, name="data")
+    spatial = dict(strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1], dilations=[1, 1])
+    x = opset1.add(opset1.convolution(data, opset1.constant((rng.standard_normal((8, 3, 3, 3)) * 2.5).astype(F32)),
+                                      **spatial), opset1.constant(rng.standard_normal((1, 8, 1, 1)).astype(F32)))
+    swish = opset4.swish(x) if beta is None else opset4.swish(x, opset1.constant(np.array(beta, F32)))
+    weights = opset1.convert(opset1.constant(rng.standard_normal((8, 1, 1, 3, 3)).astype(np.float16)), "f32")
+    y = opset1.add(opset1.group_convolution(swish, weights, **spatial),
+                   opset1.constant(rng.standard_normal((1, 8, 1, 1)).astype(F32)))
+    return ov.Model([y.output(0)] + ([swish.output(0)] if also_swish else []), [data], "block")
+
+
+@pytest.mark.parametrize("beta", [None, 0.75])
+def test_convolution_after_a_swish_reads_it_negated(beta, tmp_path):
+    """The depthwise convolution reads -swish with negated weights: the Swish runs Exp, Add, Div (no Sub, no Neg)
+    and the block's output is bit for bit the unfolded one's."""
+    feeds = {"data": (np.random.default_rng(7).standard_normal((1, 3, 6, 6)) * 2).astype(F32)}
+    folded = import_ir(_block(5, beta=beta))
+    got = _run(folded, feeds, tmp_path / "folded.onnx")[0]
+    optimized = [n.op_type for n in onnx.load(str(tmp_path / "folded.onnx")).graph.node]
+    assert "Neg" not in optimized and "Sub" not in optimized and "Add" in optimized
+    unfolded = import_ir(_block(5, also_swish=True, beta=beta))
+    assert "Sub" in [n.op_type for n in unfolded.graph.node]
+    want, swish = _run(unfolded, feeds)
+    assert swish.min() < -0.2 and swish.max() > 10
+    np.testing.assert_array_equal(got, want)
+    # the depthwise sums cancel (outputs near 0 from products up to ~20): libm and accumulation differences
+    # scale with the products, not the output
+    tolerance = dict(rtol=LIBM["rtol"], atol=LIBM["atol"] * float(np.abs(swish).max()))
+    assert_same([got], ov_run(_block(5, beta=beta), feeds), tolerance, "onnxruntime vs OpenVINO")

@@ -167,12 +167,14 @@ def mish(ctx, node):
     ctx.emit("Mish", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Sub, Div",
+@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Sub or Add, Div",
       notes="x / (1 + exp(-beta x)) written as y / (-1 - exp(beta y)), y = -x, beta optional (1): the same "
             "roundings (IEEE rounding is symmetric); where x is a float convolution (+ constant bias) read by "
             "the Swish only, y is that convolution with negated weights and bias (exactly -x; onnxruntime folds "
-            "the negated constants, so the Neg costs nothing). onnxruntime's Sigmoid is off by ~5e-8 absolute "
-            "for large negative inputs, which x * Sigmoid(beta x) would scale to 1e-6 at x = -20")
+            "the negated constants, so the Neg costs nothing); a Swish read only by a convolution with constant "
+            "weights gives it -swish = y / (1 + exp(beta y)) and negated weights (onnxruntime's Add is faster "
+            "than its Sub of -1). onnxruntime's Sigmoid is off by ~5e-8 absolute for large negative inputs, "
+            "which x * Sigmoid(beta x) would scale to 1e-6 at x = -20")
 def swish(ctx, node):
     negated = _negated_convolution(ctx, node) or ctx.emit("Neg", [ctx.inp(node, 0)])
     scaled = negated if node.get_input_size() < 2 else ctx.emit("Mul", [negated, ctx.inp(node, 1)])
@@ -237,6 +239,33 @@ def _negated_convolution(ctx, node) -> str | None:
     for moved, port in enumerate(range(1, len(conv.input))):  # weights and the Conv's own bias
         _insert_before(ctx, found["Conv"] + moved, "Neg", port)
     return negated or conv.output[0]
+
+
+def negated_swish_input(ctx, node) -> str | None:
+    """For a convolution `node` whose data is a Swish read by it only, and whose weights are constant: the
+    already emitted Swish rewritten to give -swish (y / (1 + exp(beta y)): the Add onnxruntime runs faster than
+    the Sub of -1), under a fresh name, for the convolution to read with negated weights (the same products,
+    bit for bit). None, with nothing changed, otherwise."""
+    data = node.input_value(0)
+    swish = data.get_node()
+    if (swish.get_type_name() != "Swish" or len(data.get_target_inputs()) != 1
+            or not _constant(node.input_value(1))):
+        return None
+    name = ctx.value(data)
+    for index in range(len(ctx.nodes) - 1, max(len(ctx.nodes) - 16, 0) - 1, -1):  # the Swish's Div
+        divide = ctx.nodes[index]
+        if divide.output and divide.output[0] == name:
+            break
+    else:
+        return None
+    subtract = next((n for n in ctx.nodes[index - 1:max(index - 4, 0) - 1:-1] if n.output[0] == divide.input[1]),
+                    None)
+    if divide.op_type != "Div" or subtract is None or subtract.op_type != "Sub":
+        return None
+    subtract.op_type = "Add"
+    subtract.input[0] = ctx.const(np.array(1, numpy_type(ctx.elem(swish, 0))), "one")
+    divide.output[0] = ctx.temp("negated_swish")
+    return divide.output[0]
 
 
 def _insert_before(ctx, index: int, op_type: str, port: int) -> None:
