@@ -128,18 +128,33 @@ def test_negated_convolution_leaves_the_openvino_name_map_true(tmp_path):
 
 
 @pytest.mark.parametrize("beta", [None, 0.75])
-def test_swish_form_is_bit_identical_to_the_previous_one(beta):
-    """y / (-1 - exp(beta y)), y = -x, on every 1024th f32 of [-20, 20] and the edges (overflow, signed
-    zeros, inf, NaN): bit for bit x / (1 + exp(-beta x))."""
+@pytest.mark.parametrize("around", ["alone", "after_conv", "before_conv", "between_convs"])
+def test_swish_forms_are_bit_identical_to_the_previous_one(around, beta):
+    """Every form (plain; y / (-1 - exp(beta y)) after a convolution; -swish before one) on every 1024th f32 of
+    [-20, 20] and the edges (overflow, signed zeros, inf, NaN): bit for bit x / (1 + exp(-beta x)). The
+    convolutions are 1x1 with weight 1 (x itself, exactly)."""
     magnitudes = np.arange(0, np.float32(20).view(np.int32), 1024, dtype=np.int32).view(F32)
     x = np.concatenate([magnitudes, -magnitudes, np.array([1e-45, -1e-45, 88.8, -88.8, 100, -100, 3e38, -3e38,
                                                            np.inf, -np.inf, np.nan], F32)])
-    data = opset1.parameter([-1], ov.Type.f32, name="x")
-    swish = opset4.swish(data) if beta is None else opset4.swish(data, opset1.constant(np.array(beta, F32)))
-    got = _run(import_ir(ov.Model([swish.output(0)], [data], "swish")), {"x": x})[0]
+    data = opset1.parameter([1, 1, 1, x.size], ov.Type.f32, name="x")
+    spatial = dict(strides=[1, 1], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1])
+    one = np.ones((1, 1, 1, 1), F32)
+    value = opset1.convolution(data, opset1.constant(one), **spatial) if "after" in around or "between" in around \
+        else data
+    value = opset4.swish(value) if beta is None else opset4.swish(value, opset1.constant(np.array(beta, F32)))
+    if "before" in around or "between" in around:
+        value = opset1.group_convolution(value, opset1.constant(one.reshape(1, 1, 1, 1, 1)), **spatial)
+    model = import_ir(ov.Model([value.output(0)], [data], "swish"))
+    types = [n.op_type for n in model.graph.node]
+    assert ("Sub" in types) == (around == "after_conv")
+    assert types.count("Neg") == 1 + (around in ("before_conv", "between_convs"))  # runtime or weights
+    got = _run(model, {"x": x.reshape(1, 1, 1, -1)})[0].reshape(-1)
     want = _previous_form(x, beta)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))  # (a NaN's sign bit means nothing)
-    np.testing.assert_array_equal(got[~np.isnan(got)].view(np.int32), want[~np.isnan(want)].view(np.int32))
+    np.testing.assert_array_equal(got, want)  # NaN where NaN; zeros equal
+    # bit for bit, but a zero's sign (a NaN's sign bit means nothing): a convolution's sum that is exactly 0 is
+    # +0 with the weights negated too, so swish(+0) comes out -0 after one (values equal, -0 == +0)
+    exact = ~np.isnan(want) & (want != 0)
+    np.testing.assert_array_equal(got[exact].view(np.int32), want[exact].view(np.int32))
 
 
 def _block(seed: int, *, also_swish: bool = False, beta=None):
@@ -167,7 +182,7 @@ def test_convolution_after_a_swish_reads_it_negated(beta, tmp_path):
     optimized = [n.op_type for n in onnx.load(str(tmp_path / "folded.onnx")).graph.node]
     assert "Neg" not in optimized and "Sub" not in optimized and "Add" in optimized
     unfolded = import_ir(_block(5, also_swish=True, beta=beta))
-    assert "Sub" in [n.op_type for n in unfolded.graph.node]
+    assert "Sub" in [n.op_type for n in unfolded.graph.node]  # y / (-1 - exp(y)): read twice, not rewritten
     want, swish = _run(unfolded, feeds)
     assert swish.min() < -0.2 and swish.max() > 10
     np.testing.assert_array_equal(got, want)

@@ -167,19 +167,26 @@ def mish(ctx, node):
     ctx.emit("Mish", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Sub or Add, Div",
-      notes="x / (1 + exp(-beta x)) written as y / (-1 - exp(beta y)), y = -x, beta optional (1): the same "
-            "roundings (IEEE rounding is symmetric); where x is a float convolution (+ constant bias) read by "
-            "the Swish only, y is that convolution with negated weights and bias (exactly -x; onnxruntime folds "
-            "the negated constants, so the Neg costs nothing); a Swish read only by a convolution with constant "
+@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Add or Sub, Div",
+      notes="x / (1 + exp(-beta x)), beta optional (1). Where x is a float convolution (+ constant bias) read by "
+            "the Swish only, that convolution computes y = -x with negated weights and bias (exactly: IEEE "
+            "rounding is symmetric; onnxruntime folds the negated constants, so no Neg runs) and the Swish is "
+            "y / (-1 - exp(beta y)), the same roundings; a Swish read only by a convolution with constant "
             "weights gives it -swish = y / (1 + exp(beta y)) and negated weights (onnxruntime's Add is faster "
             "than its Sub of -1). onnxruntime's Sigmoid is off by ~5e-8 absolute for large negative inputs, "
             "which x * Sigmoid(beta x) would scale to 1e-6 at x = -20")
 def swish(ctx, node):
-    negated = _negated_convolution(ctx, node) or ctx.emit("Neg", [ctx.inp(node, 0)])
+    folded = _negated_convolution(ctx, node)
+    negated = folded or ctx.emit("Neg", [ctx.inp(node, 0)])
     scaled = negated if node.get_input_size() < 2 else ctx.emit("Mul", [negated, ctx.inp(node, 1)])
-    minus_one = ctx.const(np.array(-1, numpy_type(ctx.elem(node, 0))), "minus_one")
-    ctx.emit("Div", [negated, ctx.emit("Sub", [minus_one, ctx.emit("Exp", [scaled])])], [ctx.out(node)])
+    exp = ctx.emit("Exp", [scaled])
+    dtype = numpy_type(ctx.elem(node, 0))
+    if folded is None:  # x / (1 + exp(-beta x))
+        ctx.emit("Div", [ctx.inp(node, 0), ctx.emit("Add", [ctx.const(np.array(1, dtype), "one"), exp])],
+                 [ctx.out(node)])
+    else:  # the same as y / -(1 + exp(beta y))
+        ctx.emit("Div", [negated, ctx.emit("Sub", [ctx.const(np.array(-1, dtype), "minus_one"), exp])],
+                 [ctx.out(node)])
 
 
 _CONVOLUTIONS = ("Convolution", "GroupConvolution")
@@ -251,21 +258,27 @@ def negated_swish_input(ctx, node) -> str | None:
     if (swish.get_type_name() != "Swish" or len(data.get_target_inputs()) != 1
             or not _constant(node.input_value(1))):
         return None
-    name = ctx.value(data)
-    for index in range(len(ctx.nodes) - 1, max(len(ctx.nodes) - 16, 0) - 1, -1):  # the Swish's Div
-        divide = ctx.nodes[index]
-        if divide.output and divide.output[0] == name:
-            break
-    else:
+    divide = _emitted(ctx, ctx.value(data), ("Div",), 16)
+    denominator = None if divide is None else _emitted(ctx, divide.input[1], ("Add", "Sub"), 24)
+    if denominator is None:
         return None
-    subtract = next((n for n in ctx.nodes[index - 1:max(index - 4, 0) - 1:-1] if n.output[0] == divide.input[1]),
-                    None)
-    if divide.op_type != "Div" or subtract is None or subtract.op_type != "Sub":
-        return None
-    subtract.op_type = "Add"
-    subtract.input[0] = ctx.const(np.array(1, numpy_type(ctx.elem(swish, 0))), "one")
+    if denominator.op_type == "Sub":  # y / (-1 - e), y = -x from the convolution: y / (1 + e)
+        denominator.op_type = "Add"
+        denominator.input[0] = ctx.const(np.array(1, numpy_type(ctx.elem(swish, 0))), "one")
+    else:  # x / (1 + e): the numerator becomes y = Neg(x)
+        negation = next((n for n in reversed(ctx.nodes[-24:]) if n.op_type == "Neg" and n.input[0] == divide.input[0]),
+                        None)
+        if negation is None:
+            return None
+        divide.input[0] = negation.output[0]
     divide.output[0] = ctx.temp("negated_swish")
     return divide.output[0]
+
+
+def _emitted(ctx, name: str, op_types, span: int):
+    """The ONNX node among the last `span` emitted that computes `name`, if its op_type is in `op_types`."""
+    node = next((n for n in reversed(ctx.nodes[-span:]) if n.output and n.output[0] == name), None)
+    return node if node is not None and node.op_type in op_types else None
 
 
 def _insert_before(ctx, index: int, op_type: str, port: int) -> None:
