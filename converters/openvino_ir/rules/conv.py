@@ -12,6 +12,7 @@ import numpy as np
 from .._registry import Unsupported, rule
 from .._types import constant_array
 from ._spatial import FLOATS, require_type, static_output_spatial, static_spatial
+from .elementwise import negated_swish_input
 
 
 def _forward_pads(node, attributes) -> dict:
@@ -51,7 +52,8 @@ def _group_weights(ctx, node, index: int) -> tuple[str, int]:
 
 
 _FORWARD_NOTES = ("pads from OpenVINO's shape inference (auto_pad resolved); dynamic spatial dims with "
-                  "same_upper/same_lower use ONNX's identical SAME_* formula")
+                  "same_upper/same_lower use ONNX's identical SAME_* formula; after a Swish it alone reads, with "
+                  "constant weights (not the 3-D form): -swish and negated weights (the same products; see Swish)")
 _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
                     "auto_pad same_* with dilations and dynamic spatial dims: onnxruntime has no SAME_* "
                     "padding with dilations",)
@@ -74,7 +76,14 @@ def convolution(ctx, node):
     attributes = _forward_pads(node, node.get_attributes())
     if _frames_as_2d(ctx, node, attributes):
         return
-    ctx.emit("Conv", [ctx.inp(node, 0), ctx.inp(node, 1)], [ctx.out(node)], **attributes)
+    ctx.emit("Conv", _data_and_weights(ctx, node, ctx.inp(node, 1)), [ctx.out(node)], **attributes)
+
+
+def _data_and_weights(ctx, node, weights: str) -> list[str]:
+    """The Conv's data and weights: after a Swish read by this convolution only, -swish and the weights negated
+    (the same products; the Swish saves an op, onnxruntime folds the Neg)."""
+    negated = negated_swish_input(ctx, node)
+    return [ctx.inp(node, 0), weights] if negated is None else [negated, ctx.emit("Neg", [weights])]
 
 
 def _frames_as_2d(ctx, node, attributes) -> bool:
@@ -255,7 +264,7 @@ def _only_reader(node, kind: str):
 def group_convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
     weights, groups = _group_weights(ctx, node, 1)
-    ctx.emit("Conv", [ctx.inp(node, 0), weights], [ctx.out(node)], group=groups,
+    ctx.emit("Conv", _data_and_weights(ctx, node, weights), [ctx.out(node)], group=groups,
              **_forward_pads(node, node.get_attributes()))
 
 

@@ -167,16 +167,125 @@ def mish(ctx, node):
     ctx.emit("Mish", [ctx.inp(node, 0)], [ctx.out(node)])
 
 
-@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Add, Div",
-      notes="x / (1 + exp(-beta x)), beta optional (1): onnxruntime's Sigmoid is off by ~5e-8 absolute for "
-            "large negative inputs, which x * Sigmoid(beta x) would scale to 1e-6 at x = -20")
+@rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Add or Sub, Div",
+      notes="x / (1 + exp(-beta x)), beta optional (1). Where x is a float convolution (+ constant bias) read by "
+            "the Swish only, that convolution computes y = -x with negated weights and bias (exactly: IEEE "
+            "rounding is symmetric; onnxruntime folds the negated constants, so no Neg runs) and the Swish is "
+            "y / (-1 - exp(beta y)), the same roundings; a Swish read only by a convolution with constant "
+            "weights gives it -swish = y / (1 + exp(beta y)) and negated weights (onnxruntime's Add is faster "
+            "than its Sub of -1). onnxruntime's Sigmoid is off by ~5e-8 absolute for large negative inputs, "
+            "which x * Sigmoid(beta x) would scale to 1e-6 at x = -20")
 def swish(ctx, node):
-    x = ctx.inp(node, 0)
-    negated = ctx.emit("Neg", [x])
-    if node.get_input_size() > 1:
-        negated = ctx.emit("Mul", [negated, ctx.inp(node, 1)])
-    one = ctx.const(np.array(1, numpy_type(ctx.elem(node, 0))), "one")
-    ctx.emit("Div", [x, ctx.emit("Add", [one, ctx.emit("Exp", [negated])])], [ctx.out(node)])
+    folded = _negated_convolution(ctx, node)
+    negated = folded or ctx.emit("Neg", [ctx.inp(node, 0)])
+    scaled = negated if node.get_input_size() < 2 else ctx.emit("Mul", [negated, ctx.inp(node, 1)])
+    exp = ctx.emit("Exp", [scaled])
+    dtype = numpy_type(ctx.elem(node, 0))
+    if folded is None:  # x / (1 + exp(-beta x))
+        ctx.emit("Div", [ctx.inp(node, 0), ctx.emit("Add", [ctx.const(np.array(1, dtype), "one"), exp])],
+                 [ctx.out(node)])
+    else:  # the same as y / -(1 + exp(beta y))
+        ctx.emit("Div", [negated, ctx.emit("Sub", [ctx.const(np.array(-1, dtype), "minus_one"), exp])],
+                 [ctx.out(node)])
+
+
+_CONVOLUTIONS = ("Convolution", "GroupConvolution")
+
+
+def _constant(output) -> bool:
+    """Whether an OpenVINO output is a Constant, through f16 decompression (Convert) and Reshapes to constant
+    shapes (group weights): no FakeQuantize or int8 weight chain (Multiply by scales) on the way."""
+    node = output.get_node()
+    while node.get_type_name() in ("Convert", "Reshape"):
+        if node.get_type_name() == "Reshape" and node.input_value(1).get_node().get_type_name() != "Constant":
+            return False
+        node = node.input_value(0).get_node()
+    return node.get_type_name() == "Constant"
+
+
+def _negated_convolution(ctx, node) -> str | None:
+    """-x for Swish's input x = Convolution/GroupConvolution(data, constant weights) [+ constant bias], each read
+    once: the ONNX Conv (already emitted) gets Neg(weights) and its bias Add Neg(bias), both folded by
+    onnxruntime, and fresh output names (the OpenVINO names keep meaning +x: compare's name map leaves them out).
+    None, with nothing changed, where the pattern does not hold (e.g. quantized convolutions)."""
+    x = node.input_value(0)
+    bias = None
+    producer = x.get_node()
+    if producer.get_type_name() == "Add":
+        readers = [i for i in (0, 1) if producer.input_value(i).get_node().get_type_name() in _CONVOLUTIONS]
+        if not readers or not _constant(producer.input_value(1 - readers[0])):
+            return None
+        convolution_out, bias = producer.input_value(readers[0]), 1 - readers[0]
+    elif producer.get_type_name() in _CONVOLUTIONS:
+        convolution_out = x
+    else:
+        return None
+    convolution = convolution_out.get_node()
+    if (len(x.get_target_inputs()) != 1 or len(convolution_out.get_target_inputs()) != 1
+            or not _constant(convolution.input_value(1))
+            or convolution.input_value(0).get_node().get_type_name() == "FakeQuantize"):
+        return None
+    names = {ctx.value(convolution_out): "Conv"} | ({ctx.value(x): "Add"} if bias is not None else {})
+    found = {}
+    for index in range(len(ctx.nodes) - 1, max(len(ctx.nodes) - 64, 0) - 1, -1):  # emitted just before
+        onnx_node = ctx.nodes[index]
+        if onnx_node.output and names.get(onnx_node.output[0]) == onnx_node.op_type:
+            found[onnx_node.op_type] = index
+    if len(found) != len(names) or "" in ctx.nodes[found["Conv"]].input[1:] or (
+            bias is not None and ctx.nodes[found["Add"]].input[1 - bias] != ctx.value(convolution_out)):
+        return None
+    negated = None
+    if bias is not None:  # the Add first: inserting before the Conv moves it
+        add = ctx.nodes[found["Add"]]
+        _insert_before(ctx, found["Add"], "Neg", bias)
+        add.output[0] = negated = ctx.temp("negated")
+    conv = ctx.nodes[found["Conv"]]
+    conv.output[0] = ctx.temp("negated_convolution")
+    if bias is not None:
+        add.input[1 - bias] = conv.output[0]
+    for moved, port in enumerate(range(1, len(conv.input))):  # weights and the Conv's own bias
+        _insert_before(ctx, found["Conv"] + moved, "Neg", port)
+    return negated or conv.output[0]
+
+
+def negated_swish_input(ctx, node) -> str | None:
+    """For a convolution `node` whose data is a Swish read by it only, and whose weights are constant: the
+    already emitted Swish rewritten to give -swish (y / (1 + exp(beta y)): the Add onnxruntime runs faster than
+    the Sub of -1), under a fresh name, for the convolution to read with negated weights (the same products,
+    bit for bit). None, with nothing changed, otherwise."""
+    data = node.input_value(0)
+    swish = data.get_node()
+    if (swish.get_type_name() != "Swish" or len(data.get_target_inputs()) != 1
+            or not _constant(node.input_value(1))):
+        return None
+    divide = _emitted(ctx, ctx.value(data), ("Div",), 16)
+    denominator = None if divide is None else _emitted(ctx, divide.input[1], ("Add", "Sub"), 24)
+    if denominator is None:
+        return None
+    if denominator.op_type == "Sub":  # y / (-1 - e), y = -x from the convolution: y / (1 + e)
+        denominator.op_type = "Add"
+        denominator.input[0] = ctx.const(np.array(1, numpy_type(ctx.elem(swish, 0))), "one")
+    else:  # x / (1 + e): the numerator becomes y = Neg(x)
+        negation = next((n for n in reversed(ctx.nodes[-24:]) if n.op_type == "Neg" and n.input[0] == divide.input[0]),
+                        None)
+        if negation is None:
+            return None
+        divide.input[0] = negation.output[0]
+    divide.output[0] = ctx.temp("negated_swish")
+    return divide.output[0]
+
+
+def _emitted(ctx, name: str, op_types, span: int):
+    """The ONNX node among the last `span` emitted that computes `name`, if its op_type is in `op_types`."""
+    node = next((n for n in reversed(ctx.nodes[-span:]) if n.output and n.output[0] == name), None)
+    return node if node is not None and node.op_type in op_types else None
+
+
+def _insert_before(ctx, index: int, op_type: str, port: int) -> None:
+    """Replace input `port` of emitted ONNX node `index` by op_type(it), the new node placed before it."""
+    reader = ctx.nodes[index]
+    reader.input[port] = ctx.emit(op_type, [reader.input[port]])
+    ctx.nodes.insert(index, ctx.nodes.pop())
 
 
 @rule("Elu", versions=(1,), onnx="Elu")
