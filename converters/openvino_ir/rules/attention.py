@@ -3,6 +3,10 @@ ScaledDotProductAttentionDecomposition):
 
     softmax(Q * scale @ K^T + mask, axis=-1) @ V,   scale = 1 / sqrt(Q.shape[-1]) unless given
 
+A constant scale that is a power of two (1/8 for heads of 64) multiplies the scores instead of Q: the same
+values bit for bit (a power of two scales every product and sum exactly), and a MatMul fed by two
+DequantizeLinear then becomes one of onnxruntime's integer matmuls (int8 models: Q K^T in integers).
+
 mask: causal=true -> -inf above the diagonal (aligned top-left: column j is masked for row i when
 j > i, whatever the two sequence lengths), and attention_mask is then ignored; else a boolean
 attention_mask (True = take part, False -> -inf) or a float one added to the scores. A row with every
@@ -36,10 +40,19 @@ def _causal_mask(ctx, query: str, key: str, dtype) -> str:
                               ctx.const(np.array(0, dtype), "zero")])
 
 
+def _power_of_two(value) -> bool:
+    """A constant scale by which multiplying is exact in either order (a single power of two, not 0)."""
+    if value is None or value.size != 1:
+        return False
+    mantissa, _ = np.frexp(np.asarray(value, np.float64).reshape(()))
+    return bool(abs(mantissa) == 0.5)
+
+
 @rule("ScaledDotProductAttention", versions=(13,),
       onnx="Mul, Transpose, MatMul, Add (+ Where / Range for masks), Softmax, MatMul",
-      notes="OpenVINO's decomposition: scale defaults to 1/sqrt(head size) (computed at run time when the "
-            "head size is dynamic); causal masks above the diagonal (top-left aligned) and ignores "
+      notes="OpenVINO's decomposition (a constant power-of-two scale multiplies the scores, the same values, "
+            "so that onnxruntime runs Q K^T as an integer matmul in int8 models): scale defaults to "
+            "1/sqrt(head size) (computed at run time when the head size is dynamic); causal masks above the diagonal (top-left aligned) and ignores "
             "attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
             "masks are added; a fully masked row is NaN in both",
       refuses=("key of dynamic rank: the transpose of its last two dims needs it",
@@ -54,19 +67,24 @@ def scaled_dot_product_attention(ctx, node):
     if rank is None or rank < 2:
         raise Unsupported("key needs a static rank >= 2")
     inputs = node.get_input_size()
+    scale_value = None
     if inputs > 4:
         scale = ctx.inp(node, 4)
+        scale_value = ctx.const_value(node, 4)
     else:
         shape = node.get_input_partial_shape(0)
         head = shape[shape.rank.get_length() - 1] if shape.rank.is_static else None
         if head is not None and head.is_static:
-            scale = ctx.const(np.array(1.0, dtype) / np.sqrt(np.array(head.get_length(), dtype)), "scale")
+            scale_value = np.array(1.0, dtype) / np.sqrt(np.array(head.get_length(), dtype))
+            scale = ctx.const(scale_value, "scale")
         else:
             size = ctx.emit("Cast", [_dim(ctx, ctx.emit("Shape", [query]), -1)], to=code)
             scale = ctx.emit("Reciprocal", [ctx.emit("Sqrt", [size])])
-    scaled_query = ctx.emit("Mul", [query, scale])
     key_t = ctx.emit("Transpose", [key], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
-    scores = ctx.emit("MatMul", [scaled_query, key_t])
+    if _power_of_two(scale_value):
+        scores = ctx.emit("Mul", [ctx.emit("MatMul", [query, key_t]), scale])
+    else:
+        scores = ctx.emit("MatMul", [ctx.emit("Mul", [query, scale]), key_t])
     causal = bool(node.get_attributes().get("causal", False))
     if causal:
         scores = ctx.emit("Add", [scores, _causal_mask(ctx, query, key, dtype)])
