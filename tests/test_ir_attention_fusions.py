@@ -33,8 +33,9 @@ def _fq(data, step):
     return op.fake_quantize(data, *[op.constant(v) for v in limits], 256)
 
 
-def _attention(head, scale=None, mask=False, quantized=True):
-    """q, k -> FakeQuantize (as nncf quantizes BERT's Q and K) -> ScaledDotProductAttention with v."""
+def _attention(head, scale=None, mask=False, quantized=True, query_output=False):
+    """q, k -> FakeQuantize (as nncf quantizes BERT's Q and K) -> ScaledDotProductAttention with v;
+    query_output: the quantized q is a model output too."""
     q, k, v = (op.parameter([1, 2, 8, head], ov.Type.f32, name=n) for n in "qkv")
     args = [_fq(q, 0.02), _fq(k, 0.03)] if quantized else [q, k]
     args.append(v)
@@ -42,7 +43,8 @@ def _attention(head, scale=None, mask=False, quantized=True):
         args.append(op.constant(np.where(np.arange(8) < 6, 0, -np.inf).astype(np.float32).reshape(1, 1, 1, 8)))
     if scale is not None:
         args.append(op.constant(np.float32(scale)))
-    model = ov.Model([op.scaled_dot_product_attention(*args, causal=False)], [q, k, v])
+    outputs = [op.scaled_dot_product_attention(*args, causal=False)] + ([args[0]] if query_output else [])
+    model = ov.Model(outputs, [q, k, v])
     rng = np.random.default_rng(head + int(1000 * (scale or 0)))
     feeds = {n: rng.standard_normal((1, 2, 8, head)).astype(np.float32) for n in "qkv"}
     return model, feeds
@@ -52,23 +54,33 @@ def _ops(onnx_model):
     return [n.op_type for n in onnx_model.graph.node]
 
 
-@pytest.mark.parametrize("head,scale,mask", [(64, None, True), (16, None, False), (12, 0.5, False),
-                                             (16, 2.0, True)])
-def test_quantized_scores_run_as_integer_matmul(tmp_path, head, scale, mask):
-    """A power-of-two scale (1/8 for heads of 64) multiplies the scores after Q K^T: onnxruntime then fuses
-    DequantizeLinear(Q), DequantizeLinear(K) -> MatMul into MatMulIntegerToFloat (integer sums)."""
-    model, feeds = _attention(head, scale, mask)
+@pytest.mark.parametrize("head,scale,mask,query_output", [(64, None, True, False), (16, None, False, False),
+                                                          (12, 0.5, False, False), (16, 2.0, True, False),
+                                                          (64, None, False, True)])
+def test_quantized_scores_run_as_integer_matmul(tmp_path, monkeypatch, head, scale, mask, query_output):
+    """A power-of-two scale (1/8 for heads of 64) multiplies the scores after Q K^T, and is then folded into
+    Q's DequantizeLinear scale: onnxruntime fuses DequantizeLinear(Q), DequantizeLinear(K) -> MatMul into
+    MatMulIntegerToFloat (integer sums) with no Mul over the scores; the same values bit for bit as the
+    unfolded graph. Not folded when the DequantizeLinear has another reader (here: a model output)."""
+    model, feeds = _attention(head, scale, mask, query_output=query_output)
     onnx_model = import_ir(model)
     ops = _ops(onnx_model)
-    assert ops.index("MatMul") < ops.index("Mul")  # the scale after the scores
+    assert ("Mul" in ops) == query_output
     session = _session(onnx_model, tmp_path / "optimized.onnx")
     optimized = _ops(onnx.load(str(tmp_path / "optimized.onnx")))
     assert optimized.count("MatMulIntegerToFloat") == 1 and "FusedMatMul" not in optimized
-    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
-    got = session.run(None, feeds)[0]
-    np.testing.assert_allclose(got, want, **ACCUMULATION)
+    assert ("Mul" in optimized) == query_output
+    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)
+    got = session.run(None, feeds)
+    for a, b in zip(got, want.values()):
+        np.testing.assert_allclose(a, b, **ACCUMULATION)
     exact = _session(import_ir(model, int8="exact"), optimize=False).run(None, feeds)[0]
-    np.testing.assert_allclose(got, exact, **ACCUMULATION)
+    np.testing.assert_allclose(got[0], exact, **ACCUMULATION)
+    folded = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    monkeypatch.setattr("converters.openvino_ir._importer.scores_scale_into_dequantize", lambda *a: 0)
+    unfolded = import_ir(model)
+    assert _ops(unfolded).index("MatMul") < _ops(unfolded).index("Mul")  # the scale after the scores
+    np.testing.assert_array_equal(folded, _session(unfolded, optimize=False).run(None, feeds)[0])
 
 
 def test_other_scales_keep_openvinos_order(tmp_path):

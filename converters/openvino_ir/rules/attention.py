@@ -82,6 +82,7 @@ def scaled_dot_product_attention(ctx, node):
             scale = ctx.emit("Reciprocal", [ctx.emit("Sqrt", [size])])
     key_t = ctx.emit("Transpose", [key], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
     if _power_of_two(scale_value):
+        scale = ctx.const(np.asarray(scale_value, dtype).reshape(()), "scale")  # (a scalar: see below)
         scores = ctx.emit("Mul", [ctx.emit("MatMul", [query, key_t]), scale])
     else:
         scores = ctx.emit("MatMul", [ctx.emit("Mul", [query, scale]), key_t])
@@ -96,3 +97,59 @@ def scaled_dot_product_attention(ctx, node):
         scores = ctx.emit("Add", [scores, mask])
     weights = ctx.emit("Softmax", [scores], axis=-1)
     ctx.emit("MatMul", [weights, value], [ctx.out(node)])
+
+
+#: ops that only move data: a scale folded into a DequantizeLinear before them reaches the MatMul unchanged
+_MOVES = ("Reshape", "Transpose", "Squeeze", "Unsqueeze")
+
+
+def scores_scale_into_dequantize(nodes: list, initializers: list, keep, unique) -> int:
+    """Int8 models: fold the power-of-two scale the attention scores are multiplied by (above) into the
+    per-tensor DequantizeLinear that Q comes from (through data movement): DequantizeLinear(q, s * 2^k) ->
+    MatMul gives (Q K^T) * 2^k bit for bit (a power of two scales every rounding exactly; skipped when s * 2^k
+    would leave the normal range), and onnxruntime's MatMulIntegerToFloat then applies it with its own scales
+    instead of a separate Mul over the scores. Edits `nodes` (ONNX NodeProtos) and `initializers` ((name,
+    ONNX type, array) list) in place, keeping values in `keep`; unique(wanted) names the new scales; returns
+    how many scales were folded."""
+    from .quantization import _outer_reads
+
+    if not any(n.op_type == "DequantizeLinear" for n in nodes):
+        return 0
+    keep = set(keep) | _outer_reads(nodes)
+    producer = {o: n for n in nodes for o in n.output}
+    readers: dict[str, list] = {}
+    for node in nodes:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    constants = {name: array for name, _, array in initializers}
+    folded, dead = 0, set()
+
+    def only_reader(value, node) -> bool:
+        return value not in keep and [id(r) for r in readers.get(value, [])] == [id(node)]
+
+    for mul in [n for n in nodes if n.op_type == "Mul" and n.input[1] in constants]:
+        factor = constants[mul.input[1]]
+        matmul = producer.get(mul.input[0])
+        if factor.ndim or factor.dtype != np.float32 or not _power_of_two(factor) or matmul is None \
+                or matmul.op_type != "MatMul" or not only_reader(matmul.output[0], mul):
+            continue
+        reader, node = matmul, producer.get(matmul.input[0])
+        while node is not None and node.op_type in _MOVES and only_reader(node.output[0], reader):
+            reader, node = node, producer.get(node.input[0])
+        if node is None or node.op_type != "DequantizeLinear" or not only_reader(node.output[0], reader) \
+                or node.input[1] not in constants:
+            continue
+        scale = constants[node.input[1]]
+        scaled = np.asarray(scale * factor, np.float32)
+        if scale.dtype != np.float32 or scale.ndim or \
+                not np.all(np.isfinite(scaled) & (np.abs(scaled) >= np.finfo(np.float32).tiny)):
+            continue
+        name = unique(f"{node.input[1]}/scores_scale")
+        initializers.append((name, TensorProto.FLOAT, scaled))
+        node.input[1] = name
+        matmul.output[0] = mul.output[0]
+        dead.add(id(mul))
+        folded += 1
+    nodes[:] = [n for n in nodes if id(n) not in dead]
+    return folded
+
