@@ -54,41 +54,56 @@ def _ops(onnx_model):
     return [n.op_type for n in onnx_model.graph.node]
 
 
-@pytest.mark.parametrize("head,scale,mask,query_output", [(64, None, True, False), (16, None, False, False),
-                                                          (12, 0.5, False, False), (16, 2.0, True, False),
-                                                          (64, None, False, True)])
-def test_quantized_scores_run_as_integer_matmul(tmp_path, monkeypatch, head, scale, mask, query_output):
-    """A power-of-two scale (1/8 for heads of 64) multiplies the scores after Q K^T, and is then folded into
-    Q's DequantizeLinear scale: onnxruntime fuses DequantizeLinear(Q), DequantizeLinear(K) -> MatMul into
-    MatMulIntegerToFloat (integer sums) with no Mul over the scores; the same values bit for bit as the
-    unfolded graph. Not folded when the DequantizeLinear has another reader (here: a model output)."""
+#: (head size, scale input or None, mask, quantized q also a model output, scale folded into Q's scale)
+SCORES = {
+    "head64": (64, None, True, False, True),
+    "head16": (16, None, False, False, True),
+    "scale_half": (12, 0.5, False, False, True),
+    "scale_two": (16, 2.0, True, False, True),
+    "q_read_twice": (64, None, False, True, False),
+    "head12": (12, None, True, False, False),   # 1/sqrt(12): a Mul after the integer matmul
+    "scale_0.3": (16, 0.3, False, False, False),
+}
+
+
+@pytest.mark.parametrize("case_id", list(SCORES))
+def test_quantized_scores_run_as_integer_matmul(tmp_path, monkeypatch, case_id):
+    """Q and K quantized: the scale multiplies the scores after Q K^T and onnxruntime fuses
+    DequantizeLinear(Q), DequantizeLinear(K) -> MatMul into MatMulIntegerToFloat (integer sums). A
+    power-of-two scale (1/8 for heads of 64) is then folded into Q's DequantizeLinear scale: no Mul over the
+    scores, the same values bit for bit as the unfolded graph; not folded when that DequantizeLinear has
+    another reader (here: a model output)."""
+    head, scale, mask, query_output, folded = SCORES[case_id]
     model, feeds = _attention(head, scale, mask, query_output=query_output)
     onnx_model = import_ir(model)
     ops = _ops(onnx_model)
-    assert ("Mul" in ops) == query_output
+    assert ("Mul" in ops) != folded
     session = _session(onnx_model, tmp_path / "optimized.onnx")
     optimized = _ops(onnx.load(str(tmp_path / "optimized.onnx")))
     assert optimized.count("MatMulIntegerToFloat") == 1 and "FusedMatMul" not in optimized
-    assert ("Mul" in optimized) == query_output
+    assert ("Mul" in optimized) != folded
     want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)
     got = session.run(None, feeds)
     for a, b in zip(got, want.values()):
         np.testing.assert_allclose(a, b, **ACCUMULATION)
     exact = _session(import_ir(model, int8="exact"), optimize=False).run(None, feeds)[0]
     np.testing.assert_allclose(got[0], exact, **ACCUMULATION)
-    folded = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    ours = _session(onnx_model, optimize=False).run(None, feeds)[0]
     monkeypatch.setattr("converters.openvino_ir._importer.scores_scale_into_dequantize", lambda *a: 0)
     unfolded = import_ir(model)
     assert _ops(unfolded).index("MatMul") < _ops(unfolded).index("Mul")  # the scale after the scores
-    np.testing.assert_array_equal(folded, _session(unfolded, optimize=False).run(None, feeds)[0])
+    np.testing.assert_array_equal(ours, _session(unfolded, optimize=False).run(None, feeds)[0])
 
 
-def test_other_scales_keep_openvinos_order(tmp_path):
-    """1/sqrt(12) is not a power of two: Q * scale, then Q K^T (OpenVINO's decomposition), a float matmul."""
-    model, feeds = _attention(12)
-    onnx_model = import_ir(model)
-    ops = _ops(onnx_model)
-    assert ops.index("Mul") < ops.index("MatMul")
+@pytest.mark.parametrize("quantized", [False, True])
+def test_other_scales_keep_openvinos_order(tmp_path, quantized):
+    """1/sqrt(12) is not a power of two: Q * scale, then Q K^T (OpenVINO's decomposition) in f32 models and in
+    the exact int8 form."""
+    model, feeds = _attention(12, quantized=quantized)
+    onnx_model = import_ir(model, int8="exact")
+    producer = {o: n for n in onnx_model.graph.node for o in n.output}
+    scores = next(n for n in onnx_model.graph.node if n.op_type == "MatMul")
+    assert producer[scores.input[0]].op_type == "Mul"  # Q * scale
     session = _session(onnx_model, tmp_path / "optimized.onnx")
     assert "MatMulIntegerToFloat" not in _ops(onnx.load(str(tmp_path / "optimized.onnx")))
     want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]

@@ -5,7 +5,9 @@ ScaledDotProductAttentionDecomposition):
 
 A constant scale that is a power of two (1/8 for heads of 64) multiplies the scores instead of Q: the same
 values bit for bit (a power of two scales every product and sum exactly), and a MatMul fed by two
-DequantizeLinear then becomes one of onnxruntime's integer matmuls (int8 models: Q K^T in integers).
+DequantizeLinear then becomes one of onnxruntime's integer matmuls (int8 models: Q K^T in integers). In the
+int8 QDQ form (an approximation measured against the FakeQuantize graph in float64) any scale multiplies the
+scores when Q and K both come from a FakeQuantize: one rounding apart from Q * scale, for the integer matmul.
 
 mask: causal=true -> -inf above the diagonal (aligned top-left: column j is masked for row i when
 j > i, whatever the two sequence lengths), and attention_mask is then ignored; else a boolean
@@ -40,6 +42,14 @@ def _causal_mask(ctx, query: str, key: str, dtype) -> str:
                               ctx.const(np.array(0, dtype), "zero")])
 
 
+def _quantized(node, index: int) -> bool:
+    """Whether input `index` of `node` is a FakeQuantize output, possibly through data movement."""
+    producer = node.input_value(index).get_node()
+    while producer.get_type_name() in ("Reshape", "Transpose", "Squeeze", "Unsqueeze"):
+        producer = producer.input_value(0).get_node()
+    return producer.get_type_name() == "FakeQuantize"
+
+
 def _power_of_two(value) -> bool:
     """A constant scale by which multiplying is exact in either order (a single power of two, not 0)."""
     if value is None or value.size != 1:
@@ -51,7 +61,8 @@ def _power_of_two(value) -> bool:
 @rule("ScaledDotProductAttention", versions=(13,),
       onnx="Mul, Transpose, MatMul, Add (+ Where / Range for masks), Softmax, MatMul",
       notes="OpenVINO's decomposition (a constant power-of-two scale multiplies the scores, the same values, "
-            "so that onnxruntime runs Q K^T as an integer matmul in int8 models): scale defaults to "
+            "so that onnxruntime runs Q K^T as an integer matmul in int8 models; int8='qdq' with Q and K "
+            "quantized: any scale, one rounding apart): scale defaults to "
             "1/sqrt(head size) (computed at run time when the head size is dynamic); causal masks above the diagonal (top-left aligned) and ignores "
             "attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
             "masks are added; a fully masked row is NaN in both",
@@ -83,6 +94,8 @@ def scaled_dot_product_attention(ctx, node):
     key_t = ctx.emit("Transpose", [key], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
     if _power_of_two(scale_value):
         scale = ctx.const(np.asarray(scale_value, dtype).reshape(()), "scale")  # (a scalar: see below)
+        scores = ctx.emit("Mul", [ctx.emit("MatMul", [query, key_t]), scale])
+    elif ctx.shared.int8 == "qdq" and _quantized(node, 0) and _quantized(node, 1):
         scores = ctx.emit("Mul", [ctx.emit("MatMul", [query, key_t]), scale])
     else:
         scores = ctx.emit("MatMul", [ctx.emit("Mul", [query, scale]), key_t])
