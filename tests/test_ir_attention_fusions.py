@@ -129,3 +129,42 @@ def test_power_of_two_scale_after_the_scores_is_the_same_values(head, scale):
     graph.node.extend(nodes)
     theirs = _session(onnx_model, optimize=False).run(None, feeds)[0]
     np.testing.assert_array_equal(ours, theirs)
+
+
+def _linear(rows=8, inputs=16, outputs=12, quantized_output=False):
+    """x -> FakeQuantize -> MatMul with nncf's symmetric int8 weights (Constant(i8) -> Convert -> Multiply by
+    per-column scales), as BERT's projections are saved."""
+    rng = np.random.default_rng(31)
+    x = op.parameter([1, rows, inputs], ov.Type.f32, name="x")
+    q = rng.integers(-127, 128, (outputs, inputs)).astype(np.int8)
+    scale = (np.geomspace(0.2, 2, outputs).reshape(outputs, 1) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    out = op.matmul(_fq(x, 0.02), weights, False, True)
+    if quantized_output:
+        out = _fq(out, 0.05)
+    return ov.Model([out], [x]), {"x": rng.standard_normal((1, rows, inputs)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("quantized_output", [False, True])
+def test_symmetric_matmul_weights_take_no_zero_point(tmp_path, monkeypatch, quantized_output):
+    """An all-zero weight zero point is left out (the default): onnxruntime's MatMulIntegerToFloat /
+    QLinearMatMul then get one scalar zero point instead of a per-column one (faster); the same values."""
+    model, feeds = _linear(quantized_output=quantized_output)
+    onnx_model = import_ir(model)
+    weights = [n for n in onnx_model.graph.node
+               if n.op_type == "DequantizeLinear" and n.input[0].endswith("int8_weights")]
+    assert len(weights) == 1 and len(weights[0].input) == 2
+    session = _session(onnx_model, tmp_path / "optimized.onnx")
+    fused = [n for n in onnx.load(str(tmp_path / "optimized.onnx")).graph.node if "MatMul" in n.op_type]
+    assert [n.op_type for n in fused] == ["QLinearMatMul" if quantized_output else "MatMulIntegerToFloat"]
+    got = session.run(None, feeds)[0]
+    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
+    if quantized_output:  # a level apart at most (near-ties)
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.05 * 1.01)
+    else:
+        np.testing.assert_allclose(got, want, **ACCUMULATION)
+    monkeypatch.setattr("converters.openvino_ir.rules.quantization._needs_zero_point", lambda *a: True)
+    with_zero_point = import_ir(model)
+    assert any(len(n.input) == 3 for n in with_zero_point.graph.node if n.op_type == "DequantizeLinear"
+               and n.input[0].endswith("int8_weights"))
+    np.testing.assert_array_equal(got, _session(with_zero_point).run(None, feeds)[0])
