@@ -62,9 +62,9 @@ def _power_of_two(value) -> bool:
       onnx="Mul, Transpose, MatMul, Add (+ Where / Range for masks), Softmax, MatMul",
       notes="OpenVINO's decomposition (a constant power-of-two scale multiplies the scores, the same values, "
             "so that onnxruntime runs Q K^T as an integer matmul in int8 models; int8='qdq' with Q and K "
-            "quantized: any scale, one rounding apart): scale defaults to "
-            "1/sqrt(head size) (computed at run time when the head size is dynamic); causal masks above the diagonal (top-left aligned) and ignores "
-            "attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
+            "quantized: any scale, one rounding apart): scale defaults to 1/sqrt(head size) (computed at "
+            "run time when the head size is dynamic); causal masks above the diagonal (top-left aligned) and "
+            "ignores attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
             "masks are added; a fully masked row is NaN in both",
       refuses=("key of dynamic rank: the transpose of its last two dims needs it",
                "non-float query"))
