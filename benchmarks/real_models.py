@@ -132,6 +132,19 @@ def _calibration(feeds: dict, count: int, seed: int) -> list[dict]:
     return samples
 
 
+def _agreement_inputs(feeds: dict, count: int, seed: int) -> list[dict]:
+    """Random inputs for the agreement columns: float inputs drawn as for calibration, integer ones (token
+    ids) shuffled along their last axis, so that a model with integer inputs only (BERT) is not measured
+    `count` times on the same input."""
+    rng = np.random.default_rng(seed + 1000)
+    samples = _calibration(feeds, count, seed)
+    for sample in samples:
+        for name, value in sample.items():
+            if value.dtype.kind in "iu":
+                sample[name] = rng.permutation(value, axis=-1) if value.ndim else value
+    return samples
+
+
 def quantize(model, feeds: dict, kind: str, samples: int = 4):
     """nncf.quantize(model) on `samples` random inputs (the tokens of a transformer are kept)."""
     import nncf
@@ -249,7 +262,7 @@ def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
         ov.save_model(variant, str(xml))
         saved = core.read_model(str(xml))
         compiled = core.compile_model(saved, "CPU", OV_CONFIG)
-        inputs = [feeds] + _calibration(feeds, AGREEMENT_INPUTS - 1, 2)  # agreement: median over these
+        inputs = [feeds] + _agreement_inputs(feeds, AGREEMENT_INPUTS - 1, 2)  # agreement: median over these
         want = [[np.asarray(v) for v in compiled(f).values()] for f in inputs]
         spread, semantics, truth, f64 = None, None, None, {}
         if precision == "int8":
