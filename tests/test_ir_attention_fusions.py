@@ -186,21 +186,3 @@ def test_reshape_to_the_same_static_shape_is_an_identity(pattern, special_zero):
     want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)
     for got, expected in zip(_session(onnx_model).run(None, feeds), want.values()):
         np.testing.assert_array_equal(got, expected)
-
-
-def test_reshape_of_int8_weights_to_their_shape_keeps_the_weights_integer(tmp_path):
-    """A no-op Reshape inside nncf's weight decompression stays a Reshape (the QDQ weight pass follows
-    Reshape/Transpose, not Identity): the MatMul still runs in integers."""
-    rng = np.random.default_rng(41)
-    x = op.parameter([1, 8, 16], ov.Type.f32, name="x")
-    q = rng.integers(-127, 128, (12, 16)).astype(np.int8)
-    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(np.float32(0.01)))
-    weights = op.reshape(weights, op.constant(np.array([12, 16], np.int64)), True)
-    model = ov.Model([op.matmul(_fq(x, 0.02), weights, False, True)], [x])
-    onnx_model = import_ir(model)
-    assert "Identity" not in _ops(onnx_model)
-    session = _session(onnx_model, tmp_path / "optimized.onnx")
-    assert "MatMulIntegerToFloat" in _ops(onnx.load(str(tmp_path / "optimized.onnx")))
-    feeds = {"x": rng.standard_normal((1, 8, 16)).astype(np.float32)}
-    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
-    np.testing.assert_allclose(session.run(None, feeds)[0], want, **ACCUMULATION)

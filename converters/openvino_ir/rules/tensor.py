@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 from .._registry import Unsupported, rule
 from .._types import INTEGER_CODES
-from .quantization import _constant_only, gather_block_quantized
+from .quantization import gather_block_quantized
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
@@ -43,8 +43,7 @@ def static_rank(ctx, node, index: int = 0) -> int:
 def reshape(ctx, node):
     shape = node.get_input_partial_shape(0)
     if shape.is_static and node.get_output_partial_shape(0).is_static \
-            and shape.to_shape() == node.get_output_partial_shape(0).to_shape() \
-            and not _constant_only(node.input_value(0))[0]:  # (weight chains keep their form for the QDQ pass)
+            and shape.to_shape() == node.get_output_partial_shape(0).to_shape():
         ctx.emit("Identity", [ctx.inp(node, 0)], [ctx.out(node)])  # (onnxruntime drops it; a Reshape copies)
         return
     # special_zero=true: 0 copies the input dim (ONNX allowzero=0); false: 0 is a literal 0 (allowzero=1).
