@@ -168,21 +168,3 @@ def test_symmetric_matmul_weights_take_no_zero_point(tmp_path, monkeypatch, quan
     assert any(len(n.input) == 3 for n in with_zero_point.graph.node if n.op_type == "DequantizeLinear"
                and n.input[0].endswith("int8_weights"))
     np.testing.assert_array_equal(got, _session(with_zero_point).run(None, feeds)[0])
-
-
-@pytest.mark.parametrize("pattern,special_zero", [([1, 4, 0, 8], True), ([1, 4, -1, 8], False),
-                                                  ([1, 4, 6, 8], False)])
-def test_reshape_to_the_same_static_shape_is_an_identity(pattern, special_zero):
-    """BERT's attention output goes through a Reshape to the shape it has (aten::reshape): imported as
-    Identity, which onnxruntime removes (a Reshape node copies). A real reshape stays a Reshape."""
-    x = op.parameter([1, 4, 6, 8], ov.Type.f32, name="x")
-    same = op.reshape(op.relu(x), op.constant(np.array(pattern, np.int64)), special_zero)
-    other = op.reshape(op.relu(x), op.constant(np.array([1, 6, 4, 8], np.int64)), False)
-    model = ov.Model([op.negative(same), op.negative(other)], [x])
-    onnx_model = import_ir(model)
-    ops = _ops(onnx_model)
-    assert ops.count("Reshape") == 1 and ops.count("Identity") >= 1
-    feeds = {"x": np.random.default_rng(2).standard_normal((1, 4, 6, 8)).astype(np.float32)}
-    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)
-    for got, expected in zip(_session(onnx_model).run(None, feeds), want.values()):
-        np.testing.assert_array_equal(got, expected)

@@ -38,14 +38,9 @@ def static_rank(ctx, node, index: int = 0) -> int:
 
 
 @rule("Reshape", versions=(1,),
-      onnx="Reshape (Identity when the static shape does not change)",
+      onnx="Reshape",
       notes="special_zero true -> allowzero 0, false -> allowzero 1")
 def reshape(ctx, node):
-    shape = node.get_input_partial_shape(0)
-    if shape.is_static and node.get_output_partial_shape(0).is_static \
-            and shape.to_shape() == node.get_output_partial_shape(0).to_shape():
-        ctx.emit("Identity", [ctx.inp(node, 0)], [ctx.out(node)])  # (onnxruntime drops it; a Reshape copies)
-        return
     # special_zero=true: 0 copies the input dim (ONNX allowzero=0); false: 0 is a literal 0 (allowzero=1).
     special_zero = bool(node.get_attributes().get("special_zero", False))
     ctx.emit("Reshape", [ctx.inp(node, 0), ctx.int64(node, 1)], [ctx.out(node)],
