@@ -680,22 +680,14 @@ def dequantized_weights(nodes: list, initializers: list, outputs=()) -> int:
             continue
         scales, zeros, axis = found
         stem = mul.name or weights.value
-        names = [graph.add(f"{stem}/int8_weights", weights.q), graph.add(f"{stem}/scale", scales)]
-        if _needs_zero_point(reader, zeros):
-            names.append(graph.add(f"{stem}/zero_point", zeros))
+        names = [graph.add(f"{stem}/int8_weights", weights.q), graph.add(f"{stem}/scale", scales),
+                 graph.add(f"{stem}/zero_point", zeros)]
         nodes[nodes.index(mul)] = _dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)
         dead.update(id(n) for n in weights.tail)
         rewritten += 1
     nodes[:] = [n for n in nodes if id(n) not in dead]
     _conv_bias(nodes, initializers, keep)
     return rewritten
-
-
-def _needs_zero_point(reader, zeros: np.ndarray) -> bool:
-    """Whether a weight DequantizeLinear read by `reader` takes its zero point: not an all-zero one of a
-    MatMul's weights (the default, the same values): onnxruntime's MatMulIntegerToFloat / QLinearMatMul then
-    take one scalar zero point instead of a per-column one, and run faster (bert_mini int8: 2-3%)."""
-    return reader.op_type != "MatMul" or bool(np.any(zeros))
 
 
 def _dequantize_node(inputs: list, output: str, name: str, axis):
