@@ -6,8 +6,9 @@ ScaledDotProductAttentionDecomposition):
 A constant scale that is a power of two (1/8 for heads of 64) multiplies the scores instead of Q: the same
 values bit for bit (a power of two scales every product and sum exactly, overflow and subnormals aside),
 and a MatMul fed by two DequantizeLinear then becomes one of onnxruntime's integer matmuls (int8 models:
-Q K^T in integers). In the int8 QDQ form (an approximation measured against the FakeQuantize graph in float64) any scale multiplies the
-scores when Q and K both come from a FakeQuantize: one rounding apart from Q * scale, for the integer matmul.
+Q K^T in integers). In the int8 QDQ form (an approximation measured against the FakeQuantize graph in
+float64) any scale multiplies the scores when Q and K both come from a FakeQuantize: one rounding apart from
+Q * scale, for the integer matmul.
 
 mask: causal=true -> -inf above the diagonal (aligned top-left: column j is masked for row i when
 j > i, whatever the two sequence lengths), and attention_mask is then ignored; else a boolean
