@@ -292,7 +292,7 @@ def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
             run()
             run()
         # the order shuffled every round: in a fixed order the runner right after OpenVINO's measured
-        # 1.5-3% slower than an identical model one slot later
+        # 1-3% slower than an identical model one slot later
         order = np.random.default_rng(0)
         for _ in range(rounds):
             for key in order.permutation(list(runners)):
