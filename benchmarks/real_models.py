@@ -5,10 +5,10 @@ the way users do (f16-compressed weights), and for the INT8 rows quantized first
 random calibration samples. The IR runs in OpenVINO CPU (f32 precision hint, 1 thread, 1 stream); the model
 onnx-bridge converts from it runs in plain onnxruntime (ORT_ENABLE_ALL, 1 thread): INT8 models in both forms,
 `int8="qdq"` (the default) and `int8="exact"`. All runners of a model are timed in the same process,
-interleaved call by call; the table gives medians, the ratio onnxruntime / OpenVINO of the medians, the
-paired ratio (median over rounds of the two calls' ratio within a round: the two calls of a round run
-back to back, so a burst of other work slows both), the ratio of the fastest calls (on a loaded machine the
-fastest call is the one least disturbed) and their geometric means.
+interleaved call by call in an order shuffled every round; the table gives medians, the ratio onnxruntime /
+OpenVINO of the medians, the paired ratio (median over rounds of the two calls' ratio within a round: the
+calls of a round run close together, so a burst of other work slows both), the ratio of the fastest calls
+(on a loaded machine the fastest call is the one least disturbed) and their geometric means.
 
 Agreement (median over AGREEMENT_INPUTS random inputs of the largest over outputs): relative L2 distance
 from OpenVINO CPU's outputs; next to it OpenVINO's own spread on INT8
@@ -132,6 +132,19 @@ def _calibration(feeds: dict, count: int, seed: int) -> list[dict]:
     return samples
 
 
+def _agreement_inputs(feeds: dict, count: int, seed: int) -> list[dict]:
+    """Random inputs for the agreement columns: float inputs drawn as for calibration, integer ones (token
+    ids) shuffled along their last axis, so that a model with integer inputs only (BERT) is not measured
+    `count` times on the same input."""
+    rng = np.random.default_rng(seed + 1000)
+    samples = _calibration(feeds, count, seed)
+    for sample in samples:
+        for name, value in sample.items():
+            if value.dtype.kind in "iu":
+                sample[name] = rng.permutation(value, axis=-1) if value.ndim else value
+    return samples
+
+
 def quantize(model, feeds: dict, kind: str, samples: int = 4):
     """nncf.quantize(model) on `samples` random inputs (the tokens of a transformer are kept)."""
     import nncf
@@ -249,7 +262,7 @@ def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
         ov.save_model(variant, str(xml))
         saved = core.read_model(str(xml))
         compiled = core.compile_model(saved, "CPU", OV_CONFIG)
-        inputs = [feeds] + _calibration(feeds, AGREEMENT_INPUTS - 1, 2)  # agreement: median over these
+        inputs = [feeds] + _agreement_inputs(feeds, AGREEMENT_INPUTS - 1, 2)  # agreement: median over these
         want = [[np.asarray(v) for v in compiled(f).values()] for f in inputs]
         spread, semantics, truth, f64 = None, None, None, {}
         if precision == "int8":
@@ -278,10 +291,13 @@ def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
         for run in runners.values():  # warm-up
             run()
             run()
+        # the order shuffled every round: in a fixed order the runner right after OpenVINO's measured
+        # 1-3% slower than an identical model one slot later
+        order = np.random.default_rng(0)
         for _ in range(rounds):
-            for key, run in runners.items():
+            for key in order.permutation(list(runners)):
                 start = time.perf_counter()
-                run()
+                runners[key]()
                 times[key].append(time.perf_counter() - start)
         ov_ms = 1000 * float(np.median(times["openvino"]))
         for form in forms:

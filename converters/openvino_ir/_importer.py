@@ -23,6 +23,7 @@ from ..model_io import Weights
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
 from ._types import MappedPages, Unpacked, constant_array, deferred_constant, fill_tensor, onnx_type, value_info
+from .rules.attention import scores_scale_into_dequantize
 from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT, dequantized_weights
 from .rules.state import beam_gathers, refused_model_form, state_boundary
 
@@ -370,6 +371,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     _drop_unread_unpacked(ctx, outputs)
     if int8 == "qdq":
         dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values(), inputs)
+        scores_scale_into_dequantize(ctx.nodes, ctx.initializers, ctx.outputs.values(), ctx.unique)
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
     live = _live(ctx.nodes, referenced)
     model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,

@@ -3,6 +3,13 @@ ScaledDotProductAttentionDecomposition):
 
     softmax(Q * scale @ K^T + mask, axis=-1) @ V,   scale = 1 / sqrt(Q.shape[-1]) unless given
 
+A constant scale that is a power of two (1/8 for heads of 64) multiplies the scores instead of Q: the same
+values bit for bit (a power of two scales every product and sum exactly, overflow and subnormals aside),
+and a MatMul fed by two DequantizeLinear then becomes one of onnxruntime's integer matmuls (int8 models:
+Q K^T in integers). In the int8 QDQ form (an approximation measured against the FakeQuantize graph in
+float64) any scale multiplies the scores when Q and K both come from a FakeQuantize: one rounding apart from
+Q * scale, for the integer matmul.
+
 mask: causal=true -> -inf above the diagonal (aligned top-left: column j is masked for row i when
 j > i, whatever the two sequence lengths), and attention_mask is then ignored; else a boolean
 attention_mask (True = take part, False -> -inf) or a float one added to the scores. A row with every
@@ -36,11 +43,29 @@ def _causal_mask(ctx, query: str, key: str, dtype) -> str:
                               ctx.const(np.array(0, dtype), "zero")])
 
 
+def _quantized(node, index: int) -> bool:
+    """Whether input `index` of `node` is a FakeQuantize output, possibly through data movement."""
+    producer = node.input_value(index).get_node()
+    while producer.get_type_name() in ("Reshape", "Transpose", "Squeeze", "Unsqueeze"):
+        producer = producer.input_value(0).get_node()
+    return producer.get_type_name() == "FakeQuantize"
+
+
+def _power_of_two(value) -> bool:
+    """A constant scale by which multiplying is exact in either order (a single power of two, not 0)."""
+    if value is None or value.size != 1:
+        return False
+    mantissa, _ = np.frexp(np.asarray(value, np.float64).reshape(()))
+    return bool(abs(mantissa) == 0.5)
+
+
 @rule("ScaledDotProductAttention", versions=(13,),
       onnx="Mul, Transpose, MatMul, Add (+ Where / Range for masks), Softmax, MatMul",
-      notes="OpenVINO's decomposition: scale defaults to 1/sqrt(head size) (computed at run time when the "
-            "head size is dynamic); causal masks above the diagonal (top-left aligned) and ignores "
-            "attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
+      notes="OpenVINO's decomposition (a constant power-of-two scale multiplies the scores, the same values, "
+            "so that onnxruntime runs Q K^T as an integer matmul in int8 models; int8='qdq' with Q and K "
+            "quantized: any scale, one rounding apart): scale defaults to 1/sqrt(head size) (computed at "
+            "run time when the head size is dynamic); causal masks above the diagonal (top-left aligned) and "
+            "ignores attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
             "masks are added; a fully masked row is NaN in both",
       refuses=("key of dynamic rank: the transpose of its last two dims needs it",
                "non-float query"))
@@ -54,19 +79,27 @@ def scaled_dot_product_attention(ctx, node):
     if rank is None or rank < 2:
         raise Unsupported("key needs a static rank >= 2")
     inputs = node.get_input_size()
+    scale_value = None
     if inputs > 4:
         scale = ctx.inp(node, 4)
+        scale_value = ctx.const_value(node, 4)
     else:
         shape = node.get_input_partial_shape(0)
         head = shape[shape.rank.get_length() - 1] if shape.rank.is_static else None
         if head is not None and head.is_static:
-            scale = ctx.const(np.array(1.0, dtype) / np.sqrt(np.array(head.get_length(), dtype)), "scale")
+            scale_value = np.array(1.0, dtype) / np.sqrt(np.array(head.get_length(), dtype))
+            scale = ctx.const(scale_value, "scale")
         else:
             size = ctx.emit("Cast", [_dim(ctx, ctx.emit("Shape", [query]), -1)], to=code)
             scale = ctx.emit("Reciprocal", [ctx.emit("Sqrt", [size])])
-    scaled_query = ctx.emit("Mul", [query, scale])
     key_t = ctx.emit("Transpose", [key], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
-    scores = ctx.emit("MatMul", [scaled_query, key_t])
+    if _power_of_two(scale_value):
+        scale = ctx.const(np.asarray(scale_value, dtype).reshape(()), "scale")  # (a scalar: see below)
+        scores = ctx.emit("Mul", [ctx.emit("MatMul", [query, key_t]), scale])
+    elif ctx.shared.int8 == "qdq" and _quantized(node, 0) and _quantized(node, 1):
+        scores = ctx.emit("Mul", [ctx.emit("MatMul", [query, key_t]), scale])
+    else:
+        scores = ctx.emit("MatMul", [ctx.emit("Mul", [query, scale]), key_t])
     causal = bool(node.get_attributes().get("causal", False))
     if causal:
         scores = ctx.emit("Add", [scores, _causal_mask(ctx, query, key, dtype)])
@@ -78,3 +111,59 @@ def scaled_dot_product_attention(ctx, node):
         scores = ctx.emit("Add", [scores, mask])
     weights = ctx.emit("Softmax", [scores], axis=-1)
     ctx.emit("MatMul", [weights, value], [ctx.out(node)])
+
+
+#: ops that only move data: a scale folded into a DequantizeLinear before them reaches the MatMul unchanged
+_MOVES = ("Reshape", "Transpose", "Squeeze", "Unsqueeze")
+
+
+def scores_scale_into_dequantize(nodes: list, initializers: list, keep, unique) -> int:
+    """Int8 models: fold the power-of-two scale the attention scores are multiplied by (above) into the
+    per-tensor DequantizeLinear that Q comes from (through data movement): DequantizeLinear(q, s * 2^k) ->
+    MatMul gives (Q K^T) * 2^k bit for bit (a power of two scales every rounding exactly; skipped when s * 2^k
+    would leave the normal range), and onnxruntime's MatMulIntegerToFloat then applies it with its own scales
+    instead of a separate Mul over the scores. Edits `nodes` (ONNX NodeProtos) and `initializers` ((name,
+    ONNX type, array) list) in place, keeping values in `keep`; unique(wanted) names the new scales; returns
+    how many scales were folded."""
+    from .quantization import _outer_reads
+
+    if not any(n.op_type == "DequantizeLinear" for n in nodes):
+        return 0
+    keep = set(keep) | _outer_reads(nodes)
+    producer = {o: n for n in nodes for o in n.output}
+    readers: dict[str, list] = {}
+    for node in nodes:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    constants = {name: array for name, _, array in initializers}
+    folded, dead = 0, set()
+
+    def only_reader(value, node) -> bool:
+        return value not in keep and [id(r) for r in readers.get(value, [])] == [id(node)]
+
+    for mul in [n for n in nodes if n.op_type == "Mul" and n.input[1] in constants]:
+        factor = constants[mul.input[1]]
+        matmul = producer.get(mul.input[0])
+        if factor.ndim or factor.dtype != np.float32 or not _power_of_two(factor) or matmul is None \
+                or matmul.op_type != "MatMul" or not only_reader(matmul.output[0], mul):
+            continue
+        reader, node = matmul, producer.get(matmul.input[0])
+        while node is not None and node.op_type in _MOVES and only_reader(node.output[0], reader):
+            reader, node = node, producer.get(node.input[0])
+        if node is None or node.op_type != "DequantizeLinear" or not only_reader(node.output[0], reader) \
+                or node.input[1] not in constants:
+            continue
+        scale = constants[node.input[1]]
+        scaled = np.asarray(scale * factor, np.float32)
+        if scale.dtype != np.float32 or scale.ndim or \
+                not np.all(np.isfinite(scaled) & (np.abs(scaled) >= np.finfo(np.float32).tiny)):
+            continue
+        name = unique(f"{node.input[1]}/scores_scale")
+        initializers.append((name, TensorProto.FLOAT, scaled))
+        node.input[1] = name
+        matmul.output[0] = mul.output[0]
+        dead.add(id(mul))
+        folded += 1
+    nodes[:] = [n for n in nodes if id(n) not in dead]
+    return folded
+

@@ -1,0 +1,131 @@
+"""Attention as imported for onnxruntime's fusions (BERT-like models, f32 and nncf INT8): the graph onnxruntime
+optimizes to, and the values against OpenVINO CPU and against OpenVINO's own decomposition order."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+ov = pytest.importorskip("openvino")
+ort = pytest.importorskip("onnxruntime")
+import openvino.opset13 as op  # noqa: E402
+
+from converters.openvino_ir import import_ir  # noqa: E402
+
+pytestmark = pytest.mark.openvino
+CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
+#: scores summed in another order (integers in onnxruntime's fused kernel, floats in OpenVINO's)
+ACCUMULATION = dict(rtol=1e-5, atol=1e-6)
+
+
+def _session(onnx_model, path=None, optimize=True):
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if path is not None:
+        options.optimized_model_filepath = str(path)
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _fq(data, step):
+    limits = [np.float32(-128 * step), np.float32(127 * step)] * 2
+    return op.fake_quantize(data, *[op.constant(v) for v in limits], 256)
+
+
+def _attention(head, scale=None, mask=False, quantized=True, query_output=False):
+    """q, k -> FakeQuantize (as nncf quantizes BERT's Q and K) -> ScaledDotProductAttention with v;
+    query_output: the quantized q is a model output too."""
+    q, k, v = (op.parameter([1, 2, 8, head], ov.Type.f32, name=n) for n in "qkv")
+    args = [_fq(q, 0.02), _fq(k, 0.03)] if quantized else [q, k]
+    args.append(v)
+    if mask or scale is not None:
+        args.append(op.constant(np.where(np.arange(8) < 6, 0, -np.inf).astype(np.float32).reshape(1, 1, 1, 8)))
+    if scale is not None:
+        args.append(op.constant(np.float32(scale)))
+    outputs = [op.scaled_dot_product_attention(*args, causal=False)] + ([args[0]] if query_output else [])
+    model = ov.Model(outputs, [q, k, v])
+    rng = np.random.default_rng(head + int(1000 * (scale or 0)))
+    feeds = {n: rng.standard_normal((1, 2, 8, head)).astype(np.float32) for n in "qkv"}
+    return model, feeds
+
+
+def _ops(onnx_model):
+    return [n.op_type for n in onnx_model.graph.node]
+
+
+#: (head size, scale input or None, mask, quantized q also a model output, scale folded into Q's scale)
+SCORES = {
+    "head64": (64, None, True, False, True),
+    "head16": (16, None, False, False, True),
+    "scale_half": (12, 0.5, False, False, True),
+    "scale_two": (16, 2.0, True, False, True),
+    "q_read_twice": (64, None, False, True, False),
+    "head12": (12, None, True, False, False),   # 1/sqrt(12): a Mul after the integer matmul
+    "scale_0.3": (16, 0.3, False, False, False),
+}
+
+
+@pytest.mark.parametrize("case_id", list(SCORES))
+def test_quantized_scores_run_as_integer_matmul(tmp_path, monkeypatch, case_id):
+    """Q and K quantized: the scale multiplies the scores after Q K^T and onnxruntime fuses
+    DequantizeLinear(Q), DequantizeLinear(K) -> MatMul into MatMulIntegerToFloat (integer sums). A
+    power-of-two scale (1/8 for heads of 64) is then folded into Q's DequantizeLinear scale: no Mul over the
+    scores, the same values bit for bit as the unfolded graph; not folded when that DequantizeLinear has
+    another reader (here: a model output)."""
+    head, scale, mask, query_output, folded = SCORES[case_id]
+    model, feeds = _attention(head, scale, mask, query_output=query_output)
+    onnx_model = import_ir(model)
+    ops = _ops(onnx_model)
+    assert ("Mul" in ops) != folded
+    session = _session(onnx_model, tmp_path / "optimized.onnx")
+    optimized = _ops(onnx.load(str(tmp_path / "optimized.onnx")))
+    assert optimized.count("MatMulIntegerToFloat") == 1 and "FusedMatMul" not in optimized
+    assert ("Mul" in optimized) != folded
+    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)
+    got = session.run(None, feeds)
+    for a, b in zip(got, want.values()):
+        np.testing.assert_allclose(a, b, **ACCUMULATION)
+    exact = _session(import_ir(model, int8="exact"), optimize=False).run(None, feeds)[0]
+    np.testing.assert_allclose(got[0], exact, **ACCUMULATION)
+    ours = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    monkeypatch.setattr("converters.openvino_ir._importer.scores_scale_into_dequantize", lambda *a: 0)
+    unfolded = import_ir(model)
+    assert _ops(unfolded).index("MatMul") < _ops(unfolded).index("Mul")  # the scale after the scores
+    np.testing.assert_array_equal(ours, _session(unfolded, optimize=False).run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("quantized", [False, True])
+def test_other_scales_keep_openvinos_order(tmp_path, quantized):
+    """1/sqrt(12) is not a power of two: Q * scale, then Q K^T (OpenVINO's decomposition) in f32 models and in
+    the exact int8 form."""
+    model, feeds = _attention(12, quantized=quantized)
+    onnx_model = import_ir(model, int8="exact")
+    producer = {o: n for n in onnx_model.graph.node for o in n.output}
+    scores = next(n for n in onnx_model.graph.node if n.op_type == "MatMul")
+    assert producer[scores.input[0]].op_type == "Mul"  # Q * scale
+    session = _session(onnx_model, tmp_path / "optimized.onnx")
+    assert "MatMulIntegerToFloat" not in _ops(onnx.load(str(tmp_path / "optimized.onnx")))
+    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
+    np.testing.assert_allclose(session.run(None, feeds)[0], want, **ACCUMULATION)
+
+
+@pytest.mark.parametrize("head,scale", [(64, None), (16, 0.25), (8, 4.0)])
+def test_power_of_two_scale_after_the_scores_is_the_same_values(head, scale):
+    """(Q K^T) * 2^k equals (Q * 2^k) K^T bit for bit: the import, run unoptimized, against OpenVINO's
+    decomposition order written by hand."""
+    model, feeds = _attention(head, scale, quantized=False)
+    onnx_model = import_ir(model)
+    ours = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    # the same graph with the Mul moved back onto Q
+    graph = onnx_model.graph
+    matmul = next(n for n in graph.node if n.op_type == "MatMul")
+    mul = next(n for n in graph.node if n.op_type == "Mul" and n.input[0] == matmul.output[0])
+    query, scores, scaled = matmul.input[0], mul.output[0], matmul.output[0]
+    mul.input[0], mul.output[0] = query, scaled + "/q"
+    matmul.input[0], matmul.output[0] = scaled + "/q", scores
+    nodes = sorted(graph.node, key=lambda n: n is not mul)  # the Mul first (its inputs are graph values)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    theirs = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    np.testing.assert_array_equal(ours, theirs)
