@@ -1,4 +1,4 @@
-"""Real models, converted vs OpenVINO: python benchmarks/real_models.py [NAME ...] [--rounds N] [--markdown]
+"""Real models, converted vs OpenVINO: python benchmarks/real_models.py [NAME|SET ...] [--rounds N] [--fresh N]
 
 Each model is built with random weights (torchvision / transformers, via openvino.convert_model), saved as IR
 the way users do (f16-compressed weights), and for the INT8 rows quantized first by nncf.quantize on a few
@@ -19,6 +19,15 @@ the sum apart from each other). Both OpenVINO executions are f32 approximations 
 give the distance of ours, of OpenVINO CPU and of OpenVINO with LP_TRANSFORMS_MODE off from the FakeQuantize
 graph computed in float64 (f64_outputs): the one reference none of them shares. `integer kernels` counts the
 integer kernels onnxruntime's graph optimisation made (QLinearConv, QLinearMatMul, MatMulInteger...).
+
+Import: every IR is also converted the way `onnx-bridge convert IR -o OUT` does (the CLI's code, in process,
+after one untimed call: start-up excluded), interleaved with OpenVINO's own read_model + save_model of the same
+IR (benchmarks/ir_scale.py's helpers), medians of --imports calls; and --fresh times each in a fresh process
+(wall time, start-up included: ir_scale's "cli" and "openvino" kinds).
+
+Sets: "default" (DEFAULT, `make bench`) and "issue" (every model but the smoke test's tiny CNN). The footer
+gives the geometric means over all rows of the default forms and per group (f32 CNN, f32 transformer, int8
+qdq, int8 exact), each with its slowest row, so no subset hides a slow model.
 The numbers depend on the machine and its load: compare ratios of one run, not absolute times across runs.
 """
 from __future__ import annotations
