@@ -146,20 +146,20 @@ MODELS = {
     "mobilenet_v3_small": Model(_vision("mobilenet_v3_small"), "cnn"),
     "bert_mini": Model(_text("BertConfig", "BertModel", hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                              intermediate_size=1024, **_LENGTH), "transformer"),
-    "efficientnet_b0": Model(_vision("efficientnet_b0"), "cnn", int8=False),
-    "r3d_18": Model(_vision("video.r3d_18", (1, 3, 4, 56, 56)), "cnn", int8=False),
+    "efficientnet_b0": Model(_vision("efficientnet_b0"), "cnn"),
+    "r3d_18": Model(_vision("video.r3d_18", (1, 3, 4, 56, 56)), "cnn"),
     # the rest of the set: more CNNs and transformers users convert
     "resnet50": Model(_vision("resnet50"), "cnn"),
     "mobilenet_v2": Model(_vision("mobilenet_v2"), "cnn"),
     "regnet_y_400mf": Model(_vision("regnet_y_400mf"), "cnn"),
-    "shufflenet_v2_x1_0": Model(_vision("shufflenet_v2_x1_0"), "cnn", int8=False),
-    "googlenet": Model(_vision("googlenet", aux_logits=False, init_weights=True), "cnn", int8=False),
-    "convnext_tiny": Model(_vision("convnext_tiny"), "cnn", int8=False),
+    "shufflenet_v2_x1_0": Model(_vision("shufflenet_v2_x1_0"), "cnn"),
+    "googlenet": Model(_vision("googlenet", aux_logits=False, init_weights=True), "cnn"),
+    "convnext_tiny": Model(_vision("convnext_tiny"), "cnn"),
     "deit_tiny": Model(_vit(hidden_size=192, num_hidden_layers=12, num_attention_heads=3, intermediate_size=768),
                        "transformer"),
     "distilbert": Model(_text("DistilBertConfig", "DistilBertModel", vocab=30522), "transformer"),  # the base size
     "gpt2_mini": Model(_text("GPT2Config", "GPT2Model", n_embd=256, n_layer=4, n_head=4, n_positions=128,
-                             use_cache=False), "transformer", int8=False),
+                             use_cache=False), "transformer"),
 }
 DEFAULT = ("resnet18", "mobilenet_v3_small", "bert_mini")
 #: named groups `--models` / the command line accept beside model names
