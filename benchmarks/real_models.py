@@ -180,12 +180,16 @@ def _calibration(feeds: dict, count: int, seed: int) -> list[dict]:
 
 
 def quantize(model, feeds: dict, kind: str, samples: int = 4):
-    """nncf.quantize(model) on `samples` random inputs (the tokens of a transformer are kept)."""
+    """nncf.quantize(model) on `samples` random inputs (the tokens of a transformer are kept); its progress bars
+    go to stderr (stdout is the table's)."""
+    import contextlib
+
     import nncf
 
     logging.getLogger("nncf").setLevel(logging.ERROR)
     extra = {"model_type": nncf.ModelType.TRANSFORMER} if kind == "transformer" else {}
-    return nncf.quantize(model, nncf.Dataset(_calibration(feeds, samples, 1)), subset_size=samples, **extra)
+    with contextlib.redirect_stdout(sys.stderr):
+        return nncf.quantize(model, nncf.Dataset(_calibration(feeds, samples, 1)), subset_size=samples, **extra)
 
 
 def rel_l2(got, want) -> float:
@@ -349,7 +353,8 @@ def import_times(xml: Path, directory: Path, runs: int, fresh: int) -> dict:
     """`onnx-bridge convert` of the IR (the import and the ONNX write, its default options) vs OpenVINO's own
     read_model + save_model of it (benchmarks/ir_scale.py's two helpers), interleaved: the medians of `runs`
     calls in this process after one untimed call each (start-up excluded), and of `fresh` runs each in a fresh
-    process (wall time, start-up included; ir_scale.run's "cli" and "openvino" kinds; 0: not measured)."""
+    process (wall time, start-up included; ir_scale.run's "cli" and "openvino" kinds; 0: not measured) with
+    their peak memory (the rise of the resident set after the module imports, ir_scale's "peak")."""
     import openvino as ov
 
     from benchmarks import ir_scale
@@ -365,17 +370,19 @@ def import_times(xml: Path, directory: Path, runs: int, fresh: int) -> dict:
             start = time.perf_counter()
             call()
             times[key].append(time.perf_counter() - start)
-    walls = {"openvino": [], "cli": []}
+    fresh_runs = {"openvino": [], "cli": []}
     for _ in range(fresh):
-        for kind in walls:
-            walls[kind].append(ir_scale.run(kind, xml, directory)["wall"])
+        for kind, results in fresh_runs.items():
+            results.append(ir_scale.run(kind, xml, directory))
     for leftover in directory.iterdir():
         leftover.unlink()
     median = lambda values: float(np.median(values)) if values else None  # noqa: E731
     return dict(ops=len(ov.Core().read_model(str(xml)).get_ordered_ops()),
                 weights_mb=xml.with_suffix(".bin").stat().st_size / 1e6,
                 openvino_save_ms=1000 * median(times["openvino"]), convert_ms=1000 * median(times["convert"]),
-                fresh_openvino_s=median(walls["openvino"]), fresh_convert_s=median(walls["cli"]))
+                **{f"fresh_{key}_{measure}": median([r[field] for r in fresh_runs[kind]])
+                   for key, kind in (("openvino", "openvino"), ("convert", "cli"))
+                   for measure, field in (("s", "wall"), ("peak", "peak"))})
 
 
 def _geomean(values) -> float:
@@ -415,10 +422,14 @@ def table(rows: list[dict]) -> str:
     imported = [r for r in rows if r.get("convert_ms") is not None]
     if imported:
         lines += ["", "| IR | ops | .bin MB | OpenVINO read+save ms | onnx-bridge convert ms | ratio | "
-                  "fresh process: OpenVINO read+save s | onnx-bridge convert s | ratio |", "|---|" + "---|" * 8]
+                  "fresh process: OpenVINO read+save s | onnx-bridge convert s | ratio | "
+                  "peak memory / .bin: OpenVINO / convert |", "|---|" + "---|" * 9]
         for r in imported:
+            bin_bytes = 1e6 * r["weights_mb"]
             fresh = (f"{r['fresh_openvino_s']:.2f} | {r['fresh_convert_s']:.2f} | "
-                     f"{r['fresh_convert_s'] / r['fresh_openvino_s']:.2f}x" if r["fresh_convert_s"] else "- | - | -")
+                     f"{r['fresh_convert_s'] / r['fresh_openvino_s']:.2f}x | "
+                     f"{r['fresh_openvino_peak'] / bin_bytes:.2f}x / {r['fresh_convert_peak'] / bin_bytes:.2f}x"
+                     if r["fresh_convert_s"] else "- | - | - | -")
             lines.append(f"| {r['model']} {r['form'].split()[0]} | {r['ops']} | {r['weights_mb']:.1f} | "
                          f"{r['openvino_save_ms']:.1f} | {r['convert_ms']:.1f} | "
                          f"{r['convert_ms'] / r['openvino_save_ms']:.2f}x | {fresh} |")

@@ -33,6 +33,8 @@ def test_real_models_table(capsys):
         # the ratios are of the unrounded times
         assert float(cells[5].strip(" x")) == pytest.approx(ours / theirs, rel=0.05, abs=0.01)
         assert float(cells[8].strip(" x")) == pytest.approx(fresh_ours / fresh_theirs, rel=0.05, abs=0.01)
+        peaks = [float(v.strip(" x")) for v in cells[9].split("/")]
+        assert len(peaks) == 2 and all(v > 0 for v in peaks)  # each process's resident set grows while working
     assert "import, geometric mean in process:" in out and "import, geometric mean fresh process:" in out
 
 
