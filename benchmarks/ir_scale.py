@@ -52,14 +52,14 @@ def status(key):
             return int(line.split()[1]) * 1024
 
 import openvino
+from benchmarks.ir_scale import openvino_read_save
 if kind != "openvino":
     import converters.openvino_ir, converters.model_io
 open("/proc/self/clear_refs", "w").write("5")  # reset the peak resident set
 base = status("VmRSS")
 start = time.perf_counter()
 if kind == "openvino":
-    model = openvino.Core().read_model(xml)
-    openvino.save_model(model, out, compress_to_fp16=False)
+    openvino_read_save(xml, out)
 elif kind == "import":
     weights = converters.model_io.Weights()
     model = converters.openvino_ir.import_ir(xml, defer=weights)
@@ -77,6 +77,7 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 from onnx_bridge import cli
 import converters.openvino_ir, openvino  # what every conversion of an IR imports: start-up, not conversion memory
+from benchmarks.ir_scale import cli_convert
 
 def status(key):
     for line in open("/proc/self/status"):
@@ -86,12 +87,30 @@ def status(key):
 base = status("VmRSS")
 open("/proc/self/clear_refs", "w").write("5")
 start = time.perf_counter()
-import contextlib, io
-with contextlib.redirect_stdout(io.StringIO()):
-    code = cli.main(["convert", sys.argv[2], "-o", sys.argv[3], *sys.argv[4:]])
-assert code == 0, code
+cli_convert(sys.argv[2], sys.argv[3], *sys.argv[4:])
 print(json.dumps({{"work": time.perf_counter() - start, "peak": status("VmHWM") - base}}))
 '''
+
+
+def openvino_read_save(xml, out) -> None:
+    """OpenVINO's own read + write of an IR, what an import is measured against: core.read_model + save_model
+    (weights as read: no second compression)."""
+    import openvino
+
+    openvino.save_model(openvino.Core().read_model(str(xml)), str(out), compress_to_fp16=False)
+
+
+def cli_convert(xml, out, *options) -> None:
+    """`onnx-bridge convert XML -o OUT [options]` in this process (its per-node report swallowed)."""
+    import contextlib
+    import io
+
+    from onnx_bridge import cli
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["convert", str(xml), "-o", str(out), *options])
+    if code:
+        raise RuntimeError(f"onnx-bridge convert {xml} failed with exit code {code}")
 
 
 def _layer_norm(op, np, value, width, rng):

@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", nargs="*", metavar="NAME",
                         help="instead of the ops, the real-model table (benchmarks/real_models.py): each model "
                              "as IR in OpenVINO CPU vs converted in onnxruntime, f32 and both INT8 forms, "
-                             "timed interleaved (--repeats calls, default 20); no NAME: resnet18, "
-                             "mobilenet_v3_small, bert_mini; --markdown replaces what is between the lines "
+                             "timed interleaved (--repeats calls, default 20), and `convert` of each IR vs "
+                             "OpenVINO's read+save; no NAME: resnet18, mobilenet_v3_small, bert_mini; NAME "
+                             "'issue': every model; --markdown replaces what is between the lines "
                              "<!-- real-models: begin --> and <!-- real-models: end -->")

@@ -1,4 +1,4 @@
-"""Real models, converted vs OpenVINO: python benchmarks/real_models.py [NAME ...] [--rounds N] [--markdown]
+"""Real models, converted vs OpenVINO: python benchmarks/real_models.py [NAME|SET ...] [--rounds N] [--fresh N]
 
 Each model is built with random weights (torchvision / transformers, via openvino.convert_model), saved as IR
 the way users do (f16-compressed weights), and for the INT8 rows quantized first by nncf.quantize on a few
@@ -19,6 +19,15 @@ the sum apart from each other). Both OpenVINO executions are f32 approximations 
 give the distance of ours, of OpenVINO CPU and of OpenVINO with LP_TRANSFORMS_MODE off from the FakeQuantize
 graph computed in float64 (f64_outputs): the one reference none of them shares. `integer kernels` counts the
 integer kernels onnxruntime's graph optimisation made (QLinearConv, QLinearMatMul, MatMulInteger...).
+
+Import: every IR is also converted the way `onnx-bridge convert IR -o OUT` does (the CLI's code, in process,
+after one untimed call: start-up excluded), interleaved with OpenVINO's own read_model + save_model of the same
+IR (benchmarks/ir_scale.py's helpers), medians of --imports calls; and --fresh times each in a fresh process
+(wall time, start-up included: ir_scale's "cli" and "openvino" kinds).
+
+Sets: "default" (DEFAULT, `make bench`) and "issue" (every model but the smoke test's tiny CNN). The footer
+gives the geometric means over all rows of the default forms and per group (f32 CNN, f32 transformer, int8
+qdq, int8 exact), each with its slowest row, so no subset hides a slow model.
 The numbers depend on the machine and its load: compare ratios of one run, not absolute times across runs.
 """
 from __future__ import annotations
@@ -30,7 +39,9 @@ import math
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -45,7 +56,7 @@ INTEGER_KERNELS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "MatMulInteg
                    "QGemm", "DynamicQuantizeMatMul")
 
 
-def _vision(factory: str, shape=(1, 3, 224, 224)):
+def _vision(factory: str, shape=(1, 3, 224, 224), **kwargs):
     def build():
         import torch
 
@@ -54,7 +65,7 @@ def _vision(factory: str, shape=(1, 3, 224, 224)):
         _seeded()
         namespace, _, name = factory.rpartition(".")
         module = torchvision.models if not namespace else getattr(torchvision.models, namespace)
-        net = getattr(module, name)(weights=None)
+        net = getattr(module, name)(weights=None, **kwargs)
         _batch_norm_statistics(net, shape)
         return _torch_model(net, (torch.randn(*shape),), ["image"])
     return build
@@ -76,20 +87,35 @@ def _batch_norm_statistics(net, shape, batches: int = 2):
     net.eval()
 
 
-def _bert(length: int = 128):
+def _text(config: str, model: str, length: int = 128, vocab: int = 1000, **settings):
+    """A transformers encoder/decoder from a local config (random weights), its last_hidden_state the output;
+    inputs: `length` token ids and an attention mask of ones."""
     def build():
         import torch
 
         from tests.helpers.zoo import _Field, _seeded, _torch_model, import_torchvision
         import_torchvision()  # transformers imports torchvision (see tests/helpers/zoo.py)
-        from transformers import BertConfig, BertModel
+        import transformers
         _seeded()
-        config = BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                            intermediate_size=1024, max_position_embeddings=length)
-        ids = torch.randint(0, 1000, (1, length))
+        net = getattr(transformers, model)(getattr(transformers, config)(vocab_size=vocab, **settings))
+        ids = torch.randint(0, vocab, (1, length))
         mask = torch.ones(1, length, dtype=torch.int64)
-        return _torch_model(_Field(BertModel(config), "last_hidden_state", tokens=True), (ids, mask),
+        return _torch_model(_Field(net, "last_hidden_state", tokens=True), (ids, mask),
                             ["input_ids", "attention_mask"])
+    return build
+
+
+def _vit(**settings):
+    """transformers' ViTModel from a local config, a 224x224 image in, last_hidden_state out."""
+    def build():
+        import torch
+
+        from tests.helpers.zoo import _Field, _seeded, _torch_model, import_torchvision
+        import_torchvision()
+        from transformers import ViTConfig, ViTModel
+        _seeded()
+        net = ViTModel(ViTConfig(image_size=224, patch_size=16, **settings), add_pooling_layer=False)
+        return _torch_model(_Field(net, "last_hidden_state"), (torch.randn(1, 3, 224, 224),), ["pixel_values"])
     return build
 
 
@@ -106,16 +132,37 @@ def _tiny_cnn():
     return _torch_model(net, (torch.randn(1, 3, 32, 32),), ["image"])
 
 
-#: name -> (builder, nncf model type or None for no INT8 row)
+@dataclass(frozen=True)
+class Model:
+    build: Callable  # () -> (openvino.Model, feeds)
+    family: str      # "cnn" or "transformer": the table's group and nncf's model type
+    int8: bool = True  # also an nncf.quantize INT8 row
+
+
 MODELS = {
-    "tiny_cnn": (_tiny_cnn, "cnn"),
-    "resnet18": (_vision("resnet18"), "cnn"),
-    "mobilenet_v3_small": (_vision("mobilenet_v3_small"), "cnn"),
-    "bert_mini": (_bert(), "transformer"),
-    "efficientnet_b0": (_vision("efficientnet_b0"), None),
-    "r3d_18": (_vision("video.r3d_18", (1, 3, 4, 56, 56)), None),
+    "tiny_cnn": Model(_tiny_cnn, "cnn"),
+    "resnet18": Model(_vision("resnet18"), "cnn"),
+    "mobilenet_v3_small": Model(_vision("mobilenet_v3_small"), "cnn"),
+    "bert_mini": Model(_text("BertConfig", "BertModel", hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                             intermediate_size=1024, max_position_embeddings=128), "transformer"),
+    "efficientnet_b0": Model(_vision("efficientnet_b0"), "cnn"),
+    "r3d_18": Model(_vision("video.r3d_18", (1, 3, 4, 56, 56)), "cnn"),
+    # the rest of the issue's set: more CNNs and transformers users convert
+    "resnet50": Model(_vision("resnet50"), "cnn"),
+    "mobilenet_v2": Model(_vision("mobilenet_v2"), "cnn"),
+    "regnet_y_400mf": Model(_vision("regnet_y_400mf"), "cnn"),
+    "shufflenet_v2_x1_0": Model(_vision("shufflenet_v2_x1_0"), "cnn"),
+    "googlenet": Model(_vision("googlenet", aux_logits=False, init_weights=True), "cnn"),
+    "convnext_tiny": Model(_vision("convnext_tiny"), "cnn"),
+    "deit_tiny": Model(_vit(hidden_size=192, num_hidden_layers=12, num_attention_heads=3, intermediate_size=768),
+                       "transformer"),
+    "distilbert": Model(_text("DistilBertConfig", "DistilBertModel", vocab=30522), "transformer"),  # the base size
+    "gpt2_mini": Model(_text("GPT2Config", "GPT2Model", n_embd=256, n_layer=4, n_head=4, n_positions=128,
+                             use_cache=False), "transformer"),
 }
 DEFAULT = ("resnet18", "mobilenet_v3_small", "bert_mini")
+#: named groups `--models` / the command line accept beside model names
+SETS = {"default": DEFAULT, "issue": tuple(n for n in MODELS if n != "tiny_cnn")}
 
 
 def _calibration(feeds: dict, count: int, seed: int) -> list[dict]:
@@ -146,12 +193,16 @@ def _agreement_inputs(feeds: dict, count: int, seed: int) -> list[dict]:
 
 
 def quantize(model, feeds: dict, kind: str, samples: int = 4):
-    """nncf.quantize(model) on `samples` random inputs (the tokens of a transformer are kept)."""
+    """nncf.quantize(model) on `samples` random inputs (the tokens of a transformer are kept); its progress bars
+    go to stderr (stdout is the table's)."""
+    import contextlib
+
     import nncf
 
     logging.getLogger("nncf").setLevel(logging.ERROR)
     extra = {"model_type": nncf.ModelType.TRANSFORMER} if kind == "transformer" else {}
-    return nncf.quantize(model, nncf.Dataset(_calibration(feeds, samples, 1)), subset_size=samples, **extra)
+    with contextlib.redirect_stdout(sys.stderr):
+        return nncf.quantize(model, nncf.Dataset(_calibration(feeds, samples, 1)), subset_size=samples, **extra)
 
 
 def rel_l2(got, want) -> float:
@@ -242,19 +293,21 @@ def _fused(optimized: Path) -> str:
     return ", ".join(found) or "-"
 
 
-def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
-    """Rows of one model: f32 (and its INT8 forms) in onnxruntime vs OpenVINO CPU."""
+def measure(name: str, directory: Path, rounds: int, int8: bool, imports: int = 5, fresh: int = 3) -> list[dict]:
+    """Rows of one model: f32 (and its INT8 forms) in onnxruntime vs OpenVINO CPU; the import columns (see
+    import_times) on the rows of the forms `onnx-bridge convert` writes by default (f32, int8 qdq)."""
     import openvino as ov
 
     from converters.openvino_ir import import_ir
 
-    build, kind = MODELS[name]
-    model, feeds = build()
+    spec = MODELS[name]
+    kind = spec.family
+    model, feeds = spec.build()
     # static shapes, as deployed (OpenVINO CPU runs a dynamic-shape model through its slower dynamic path)
     model.reshape({port: ov.PartialShape(list(feeds[port.get_any_name()].shape)) for port in model.inputs})
     core = ov.Core()
     variants = [("f32", model)]
-    if int8 and kind:
+    if int8 and spec.int8:
         variants.append(("int8", quantize(model, feeds, kind)))
     rows = []
     for precision, variant in variants:
@@ -304,11 +357,61 @@ def measure(name: str, directory: Path, rounds: int, int8: bool) -> list[dict]:
             ms = 1000 * float(np.median(times[form]))
             label = "f32" if precision == "f32" else f"int8 {form}"
             paired = float(np.median(np.array(times[form]) / np.array(times["openvino"])))
-            rows.append(dict(model=name, form=label, openvino_ms=ov_ms, onnxruntime_ms=ms, ratio=ms / ov_ms,
-                             paired_ratio=paired, fastest_ratio=min(times[form]) / min(times["openvino"]),
+            rows.append(dict(model=name, family=kind, form=label, openvino_ms=ov_ms, onnxruntime_ms=ms,
+                             ratio=ms / ov_ms, paired_ratio=paired, fastest_ratio=min(times[form]) / min(times["openvino"]),
                              spread=spread, **f64, **info[form]))
+        rows[-len(forms)].update(import_times(xml, directory / "import", imports, fresh))
         print(f"{name} {precision}: done", file=sys.stderr, flush=True)
     return rows
+
+
+def import_times(xml: Path, directory: Path, runs: int, fresh: int) -> dict:
+    """`onnx-bridge convert` of the IR (the import and the ONNX write, its default options) vs OpenVINO's own
+    read_model + save_model of it (benchmarks/ir_scale.py's two helpers), interleaved: the medians of `runs`
+    calls in this process after one untimed call each (start-up excluded), and of `fresh` runs each in a fresh
+    process (wall time, start-up included; ir_scale.run's "cli" and "openvino" kinds; 0: not measured) with
+    their peak memory (the rise of the resident set after the module imports, ir_scale's "peak")."""
+    import openvino as ov
+
+    from benchmarks import ir_scale
+
+    directory.mkdir(exist_ok=True)
+    calls = {"openvino": lambda: ir_scale.openvino_read_save(xml, directory / "out.xml"),
+             "convert": lambda: ir_scale.cli_convert(xml, directory / "out.onnx")}
+    times = {key: [] for key in calls}
+    for call in calls.values():
+        call()
+    for _ in range(runs):
+        for key, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[key].append(time.perf_counter() - start)
+    fresh_runs = {"openvino": [], "cli": []}
+    for _ in range(fresh):
+        for kind, results in fresh_runs.items():
+            results.append(ir_scale.run(kind, xml, directory))
+    for leftover in directory.iterdir():
+        leftover.unlink()
+    median = lambda values: float(np.median(values)) if values else None  # noqa: E731
+    return dict(ops=len(ov.Core().read_model(str(xml)).get_ordered_ops()),
+                weights_mb=xml.with_suffix(".bin").stat().st_size / 1e6,
+                openvino_save_ms=1000 * median(times["openvino"]), convert_ms=1000 * median(times["convert"]),
+                **{f"fresh_{key}_{measure}": median([r[field] for r in fresh_runs[kind]])
+                   for key, kind in (("openvino", "openvino"), ("convert", "cli"))
+                   for measure, field in (("s", "wall"), ("peak", "peak"))})
+
+
+def _geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+#: the footer's groups: label, which rows
+GROUPS = (("all rows, the default forms (f32, int8 qdq)", lambda r: r["form"] != "int8 exact"),
+          ("f32 CNN", lambda r: r["form"] == "f32" and r["family"] == "cnn"),
+          ("f32 transformer", lambda r: r["form"] == "f32" and r["family"] == "transformer"),
+          ("int8 qdq (the default INT8 form)", lambda r: r["form"] == "int8 qdq"),
+          ("int8 exact (`--int8 exact`)", lambda r: r["form"] == "int8 exact"))
 
 
 def table(rows: list[dict]) -> str:
@@ -324,15 +427,36 @@ def table(rows: list[dict]) -> str:
                      f"{r['agreement']:.2e} | {number(r['spread'])} | "
                      f"{number(r['to_semantics'])} | {_f64_cell(r)} | {r['fused']} | "
                      f"{r['kept_exact'] if r['form'] != 'f32' else '-'} |")
-    for label, pick in (("f32 and int8 qdq (the default forms)", lambda r: r["form"] != "int8 exact"),
-                        ("int8 exact", lambda r: r["form"] == "int8 exact")):
+    for label, pick in GROUPS:
         chosen = [r for r in rows if pick(r)]
         if chosen:
-            mean = {key: math.exp(sum(math.log(r[key]) for r in chosen) / len(chosen))
-                    for key in ("ratio", "paired_ratio", "fastest_ratio")}
+            mean = {key: _geomean(r[key] for r in chosen) for key in ("ratio", "paired_ratio", "fastest_ratio")}
+            slowest = max(chosen, key=lambda r: r["paired_ratio"])
             lines.append(f"\ngeometric mean, {label}: {mean['ratio']:.2f}x OpenVINO's time (paired "
                          f"{mean['paired_ratio']:.2f}x, fastest calls {mean['fastest_ratio']:.2f}x; "
-                         f"{len(chosen)} rows)")
+                         f"{len(chosen)} rows; slowest {slowest['model']} {slowest['paired_ratio']:.2f}x paired)")
+    imported = [r for r in rows if r.get("convert_ms") is not None]
+    if imported:
+        lines += ["", "| IR | ops | .bin MB | OpenVINO read+save ms | onnx-bridge convert ms | ratio | "
+                  "fresh process: OpenVINO read+save s | onnx-bridge convert s | ratio | "
+                  "peak memory / .bin: OpenVINO / convert |", "|---|" + "---|" * 9]
+        for r in imported:
+            bin_bytes = 1e6 * r["weights_mb"]
+            fresh = (f"{r['fresh_openvino_s']:.2f} | {r['fresh_convert_s']:.2f} | "
+                     f"{r['fresh_convert_s'] / r['fresh_openvino_s']:.2f}x | "
+                     f"{r['fresh_openvino_peak'] / bin_bytes:.2f}x / {r['fresh_convert_peak'] / bin_bytes:.2f}x"
+                     if r["fresh_convert_s"] else "- | - | - | -")
+            lines.append(f"| {r['model']} {r['form'].split()[0]} | {r['ops']} | {r['weights_mb']:.1f} | "
+                         f"{r['openvino_save_ms']:.1f} | {r['convert_ms']:.1f} | "
+                         f"{r['convert_ms'] / r['openvino_save_ms']:.2f}x | {fresh} |")
+        for label, key, base in (("in process", "convert_ms", "openvino_save_ms"),
+                                 ("fresh process", "fresh_convert_s", "fresh_openvino_s")):
+            chosen = [r for r in imported if r[key]]
+            if chosen:
+                ratios = {r["model"] + " " + r["form"].split()[0]: r[key] / r[base] for r in chosen}
+                slowest = max(ratios, key=ratios.get)
+                lines.append(f"\nimport, geometric mean {label}: {_geomean(ratios.values()):.2f}x OpenVINO's read+save "
+                             f"({len(chosen)} IRs; slowest {slowest} {ratios[slowest]:.2f}x)")
     return "\n".join(lines) + "\n"
 
 
@@ -344,31 +468,47 @@ def _f64_cell(row: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", help=f"models (default: {', '.join(DEFAULT)}; all: {', '.join(MODELS)})")
+    parser.add_argument("names", nargs="*", help=f"models or sets (default: {', '.join(DEFAULT)}; sets: "
+                        f"{', '.join(SETS)}; models: {', '.join(MODELS)})")
     parser.add_argument("--rounds", type=int, default=20, help="timed calls per runner (interleaved)")
     parser.add_argument("--no-int8", action="store_true", help="f32 rows only")
+    parser.add_argument("--imports", type=int, default=5,
+                        help="timed in-process conversions per IR (and as many OpenVINO read+saves)")
+    parser.add_argument("--fresh", type=int, default=3,
+                        help="fresh-process conversions per IR (and as many OpenVINO read+saves; 0: none)")
     args = parser.parse_args(argv)
     unknown = unknown_models(args.names)
     if unknown:
         parser.error(unknown)
-    print(table(run(args.names, args.rounds, not args.no_int8)), end="")
+    print(table(run(args.names, args.rounds, not args.no_int8, args.imports, args.fresh)), end="")
     return 0
 
 
+def models_of(names) -> list[str]:
+    """The models `names` stand for (model names and set names; none: DEFAULT), each once, in order."""
+    chosen = []
+    for name in names or DEFAULT:
+        for model in SETS.get(name, (name,)):
+            if model not in chosen:
+                chosen.append(model)
+    return chosen
+
+
 def unknown_models(names) -> str | None:
-    """The error message for names not in MODELS, or None."""
-    unknown = [n for n in names if n not in MODELS]
+    """The error message for names neither in MODELS nor in SETS, or None."""
+    unknown = [n for n in names if n not in MODELS and n not in SETS]
     if unknown:
-        return f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}"
+        return (f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)} "
+                f"or a set: {', '.join(SETS)}")
     return None
 
 
-def run(names=(), rounds: int = 20, int8: bool = True) -> list[dict]:
-    """The rows of `names` (default DEFAULT), measured one model after the other."""
+def run(names=(), rounds: int = 20, int8: bool = True, imports: int = 5, fresh: int = 3) -> list[dict]:
+    """The rows of `names` (models or sets; default DEFAULT), measured one model after the other."""
     rows = []
     with tempfile.TemporaryDirectory() as directory:
-        for name in names or DEFAULT:
-            rows += measure(name, Path(directory), rounds, int8)
+        for name in models_of(names):
+            rows += measure(name, Path(directory), rounds, int8, imports, fresh)
     return rows
 
 

@@ -12,12 +12,40 @@ pytestmark = [pytest.mark.openvino, pytest.mark.zoo, pytest.mark.filterwarnings(
 
 
 def test_real_models_table(capsys):
+    """Three speed rows, the per-group geometric means, and one import row per IR (in process and in a fresh
+    process against OpenVINO's read+save)."""
     from benchmarks import real_models
 
-    assert real_models.main(["tiny_cnn", "--rounds", "1"]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| tiny_cnn")]
+    assert real_models.main(["tiny_cnn", "--rounds", "1", "--imports", "1", "--fresh", "1"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| tiny_cnn |")]
     assert [row.split("|")[2].strip() for row in rows] == ["f32", "int8 qdq", "int8 exact"]
     assert "QLinearConv" in rows[1] and "QLinearConv" not in rows[2]
+    means = [line.split(":")[0] for line in out.splitlines() if line.startswith("geometric mean")]
+    assert means == ["geometric mean, all rows, the default forms (f32, int8 qdq)", "geometric mean, f32 CNN",
+                     "geometric mean, int8 qdq (the default INT8 form)", "geometric mean, int8 exact (`--int8 exact`)"]
+    imports = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith(("| tiny_cnn f32 ",
+                                                                                       "| tiny_cnn int8 "))]
+    assert [cells[0].strip() for cells in imports] == ["tiny_cnn f32", "tiny_cnn int8"]
+    for cells in imports:
+        ops, ours, theirs, fresh_ours, fresh_theirs = (float(cells[i]) for i in (1, 4, 3, 7, 6))
+        assert ops > 10 and ours > 0 and theirs > 0 and fresh_ours > ours / 1000 and fresh_theirs > theirs / 1000
+        # the ratios are of the unrounded times
+        assert float(cells[5].strip(" x")) == pytest.approx(ours / theirs, rel=0.05, abs=0.01)
+        assert float(cells[8].strip(" x")) == pytest.approx(fresh_ours / fresh_theirs, rel=0.05, abs=0.01)
+        peaks = [float(v.strip(" x")) for v in cells[9].split("/")]
+        assert len(peaks) == 2 and all(v > 0 for v in peaks)  # each process's resident set grows while working
+    assert "import, geometric mean in process:" in out and "import, geometric mean fresh process:" in out
+
+
+def test_model_sets():
+    from benchmarks.real_models import DEFAULT, MODELS, models_of, unknown_models
+
+    assert models_of([]) == list(DEFAULT) and models_of(["default", "resnet18"]) == list(DEFAULT)
+    issue = models_of(["issue"])
+    assert set(DEFAULT) < set(issue) and "tiny_cnn" not in issue and len(issue) == len(MODELS) - 1
+    assert {MODELS[n].family for n in issue} == {"cnn", "transformer"}
+    assert unknown_models(["issue", "tiny_cnn"]) is None and "resnet_nine" in unknown_models(["resnet_nine"])
 
 
 def test_bench_models_writes_the_table_between_the_markers(tmp_path, capsys):
@@ -27,14 +55,16 @@ def test_bench_models_writes_the_table_between_the_markers(tmp_path, capsys):
 
     page = tmp_path / "performance.md"
     page.write_text("intro\n<!-- real-models: begin -->\nold table\n<!-- real-models: end -->\nafter\n")
-    assert main(["bench", "--models", "tiny_cnn", "--repeats", "1", "--markdown", str(page),
+    assert main(["bench", "--models", "tiny_cnn", "--tiny", "--markdown", str(page),
                  "--json", str(tmp_path / "rows.json")]) == 0
     text = page.read_text()
     assert text.startswith("intro\n<!-- real-models: begin -->\n| model | form |") and text.endswith(
         "<!-- real-models: end -->\nafter\n") and "old table" not in text
     assert [r["form"] for r in json.loads((tmp_path / "rows.json").read_text())["models"]] == [
         "f32", "int8 qdq", "int8 exact"]
-    assert "| tiny_cnn | int8 qdq |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| tiny_cnn | int8 qdq |" in out and "| tiny_cnn int8 | " in out  # --tiny: no fresh process
+    assert "import, geometric mean in process" in out and "import, geometric mean fresh process" not in out
 
 
 def test_bench_models_refuses_an_unknown_model(capsys):

@@ -58,7 +58,10 @@ def _real_models(real_models, args) -> int:
     unknown = real_models.unknown_models(args.models)
     if unknown:
         raise BridgeError(f"bench --models: {unknown}")
-    rows = real_models.run(args.models, args.repeats or 20)
+    if args.tiny:  # checks that everything runs: one call each, one in-process conversion, no fresh process
+        rows = real_models.run(args.models, 1, imports=1, fresh=0)
+    else:
+        rows = real_models.run(args.models, args.repeats or 20)
     text = real_models.table(rows)
     print(text, end="")
     if args.json:
