@@ -24,6 +24,7 @@ from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
 from ._types import MappedPages, Unpacked, constant_array, deferred_constant, fill_tensor, onnx_type, value_info
 from .rules.attention import scores_scale_into_dequantize
+from .rules._conv3d_qdq import quantized_frames_as_channels
 from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT, dequantized_weights
 from .rules.state import beam_gathers, refused_model_form, state_boundary
 
@@ -60,6 +61,7 @@ class _Shared:
         # the value they were bound to (a 3-D convolution's bias, residual Add and Relu taken into it: rules/conv.py)
         self.frames: dict[str, list | str] = {}  # 5-D value -> its frames as 4-D values, in order, or (a clip of
         # one) one 4-D value holding them as its batch (rules/conv.py)
+        self.clip_shapes: dict[str, tuple] = {}  # data of a quantized 3-D convolution -> its shape (rules/conv.py)
         self.packed: dict[str, tuple] = {}  # 4-bit weight Constant -> its MatMulNBits inputs (quantization.py)
         self.opset_of: dict[str, int] = {}  # output of a node needing a newer default-domain opset -> it
 
@@ -371,6 +373,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     _drop_unread_unpacked(ctx, outputs)
     if int8 == "qdq":
         dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values(), inputs)
+        quantized_frames_as_channels(ctx.nodes, ctx.initializers, ctx.outputs.values(), shared.clip_shapes)
         scores_scale_into_dequantize(ctx.nodes, ctx.initializers, ctx.outputs.values(), ctx.unique)
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
     live = _live(ctx.nodes, referenced)

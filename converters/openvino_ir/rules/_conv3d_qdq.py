@@ -1,0 +1,135 @@
+"""A quantized 3-D convolution (QDQ form) as 2-D integer convolutions, one per output frame, its time taps
+stacked into channels.
+
+DequantizeLinear(x) -> Conv(3-D, DequantizeLinear(int8 w), bias) [-> Relu] -> QuantizeLinear: onnxruntime fuses
+it into a 3-D QLinearConv, which runs far slower than its 2-D one (no direct kernel in 3-D; measured in
+docs/performance.md). Output frame t reads the input frames its time taps reach: slicing those (uint8, step the
+time dilation) and reshaping [N, C, k, H, W] to [N, C*k, H, W] puts them in channels, and a 2-D QLinearConv
+with the weights reshaped alike ([O, C, k, kh, kw] -> [O, C*k, kh, kw]) computes the same integer sum of
+products (the taps that would read the time padding left out: in the 3-D form they multiply the zero point's
+padding, adding 0) and the same requantization. The quantized output frames are concatenated in time.
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from .quantization import _Graph, _outer_reads, _quantized_after
+
+
+def quantized_frames_as_channels(nodes: list, initializers: list, outputs, shapes: dict) -> int:
+    """Rewrite every quantized 3-D Conv of `nodes` whose data shape is in `shapes` (data input name -> (N or
+    None, C, T, H, W), recorded by the Convolution rule from OpenVINO's shapes) as above. Edits `nodes` (ONNX
+    NodeProtos, in order) and `initializers` ((name, ONNX type, array) list) in place; returns the number of
+    convolutions rewritten. Values in `outputs` (the graph's outputs) or read by subgraphs are kept."""
+    if not shapes:
+        return 0
+    graph = _Graph(nodes, initializers, set(outputs) | _outer_reads(nodes))
+    rewritten = 0
+    for conv in [n for n in nodes if n.op_type == "Conv"]:
+        found = _parameters(conv, graph, shapes)
+        if found is None:
+            continue
+        added, dead = _frames(conv, graph, *found)
+        index = nodes.index(conv)
+        nodes[index:index + 1] = added
+        dead = {id(n) for n in dead if n is not conv}
+        nodes[:] = [n for n in nodes if id(n) not in dead]
+        rewritten += 1
+    return rewritten
+
+
+def _parameters(conv, graph: _Graph, shapes: dict):
+    """(data DequantizeLinear, weights DequantizeLinear, Relu or None, QuantizeLinear, data shape, attributes)
+    of a Conv the rewrite applies to, else None."""
+    shape = shapes.get(conv.input[0])
+    attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+    dq, weights_dq = graph.producer.get(conv.input[0]), graph.producer.get(conv.input[1])
+    if shape is None or dq is None or dq.op_type != "DequantizeLinear" or weights_dq is None \
+            or weights_dq.op_type != "DequantizeLinear" or len(graph.readers.get(weights_dq.output[0], [])) != 1 \
+            or weights_dq.output[0] in graph.keep or attributes.get("group", 1) != 1 \
+            or attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") \
+            or (len(conv.input) > 2 and conv.input[2] not in graph.values) or conv.output[0] in graph.keep:
+        return None
+    q = graph.values.get(weights_dq.input[0])
+    scale = graph.values.get(dq.input[1])
+    zero = graph.values.get(dq.input[2]) if len(dq.input) > 2 else None
+    if q is None or q.ndim != 5 or q.dtype != np.int8 or scale is None or scale.size != 1 or zero is None \
+            or len(shape) != 5 or any(d is None for d in shape[1:]) or q.shape[1] != shape[1] \
+            or any(a.name == "axis" and a.i not in (0, -5) for a in weights_dq.attribute) \
+            or not _quantized_after(conv, graph.readers, graph.values):
+        return None
+    stride, dilation = attributes.get("strides", [1] * 3)[0], attributes.get("dilations", [1] * 3)[0]
+    begin, end, frames, taps = attributes.get("pads", [0] * 6)[0], attributes.get("pads", [0] * 6)[3], shape[2], q.shape[2]
+    out_frames = (frames + begin + end - dilation * (taps - 1) - 1) // stride + 1
+    if out_frames < 1 or not all(any(0 <= t * stride + tap * dilation - begin < frames for tap in range(taps))
+                                 for t in range(out_frames)):
+        return None  # an output frame reading the time padding only: the plain 3-D form
+    relu = graph.readers[conv.output[0]][0]
+    quantize = graph.readers[relu.output[0]][0] if relu.op_type == "Relu" else relu
+    if relu.op_type != "Relu":
+        relu = None
+    if quantize.op_type != "QuantizeLinear" or (relu is not None and relu.output[0] in graph.keep):
+        return None
+    return dq, weights_dq, relu, quantize, tuple(shape), attributes
+
+
+def _frames(conv, graph: _Graph, dq, weights_dq, relu, quantize, shape, attributes):
+    """(nodes to insert in place of the Conv, nodes to remove)."""
+    q = graph.values[weights_dq.input[0]]
+    outputs, channels, taps = q.shape[:3]
+    frames, height, width = shape[2:]
+    stride, dilation = attributes.get("strides", [1] * 3), attributes.get("dilations", [1] * 3)
+    pads = attributes.get("pads", [0] * 6)
+    out_frames = (frames + pads[0] + pads[3] - dilation[0] * (taps - 1) - 1) // stride[0] + 1
+    conv2d = dict(strides=list(stride[1:]), dilations=list(dilation[1:]), pads=[pads[1], pads[2], pads[4], pads[5]])
+    stem = conv.name or conv.output[0]
+    added, pieces, weights = [], [], {}
+
+    def const(name: str, array: np.ndarray) -> str:
+        return name if name in graph.values else graph.add(name, array)
+
+    axis = const(f"{stem}/frames/axis", np.array([2], np.int64))
+    for t in range(out_frames):
+        read = [tap for tap in range(taps) if 0 <= t * stride[0] + tap * dilation[0] - pads[0] < frames]
+        first = t * stride[0] + read[0] * dilation[0] - pads[0]
+        last = t * stride[0] + read[-1] * dilation[0] - pads[0]
+        key = (read[0], len(read))
+        if key not in weights:  # the taps' weights, channel c of tap j at c * len(read) + j
+            sliced = q[:, :, read[0]:read[-1] + 1].reshape(outputs, channels * len(read), *q.shape[3:])
+            name = const(f"{stem}/taps_{read[0]}_{len(read)}", sliced)
+            node = helper.make_node("DequantizeLinear", [name, *weights_dq.input[1:]], [f"{name}/dequantized"],
+                                    name=f"{name}/DequantizeLinear", axis=0)
+            added.append(node)
+            weights[key] = node.output[0]
+        frame = f"{stem}/frame_{t}"
+        starts = const(f"{stem}/frames/start_{first}", np.array([first], np.int64))
+        ends = const(f"{stem}/frames/end_{last + 1}", np.array([last + 1], np.int64))
+        steps = const(f"{stem}/frames/step_{dilation[0]}", np.array([dilation[0]], np.int64))
+        target = const(f"{stem}/frames/shape_{len(read)}",
+                       np.array([0, channels * len(read), height, width], np.int64))
+        added += [helper.make_node("Slice", [dq.input[0], starts, ends, axis, steps], [f"{frame}/taps"],
+                                   name=f"{frame}/Slice"),
+                  helper.make_node("Reshape", [f"{frame}/taps", target], [f"{frame}/stacked"],
+                                   name=f"{frame}/Reshape"),
+                  helper.make_node("DequantizeLinear", [f"{frame}/stacked", *dq.input[1:]], [f"{frame}/data"],
+                                   name=f"{frame}/DequantizeLinear"),
+                  helper.make_node("Conv", [f"{frame}/data", weights[key], *conv.input[2:]], [f"{frame}/conv"],
+                                   name=f"{frame}/Conv", **conv2d)]
+        value = f"{frame}/conv"
+        if relu is not None:
+            added.append(helper.make_node("Relu", [value], [f"{frame}/relu"], name=f"{frame}/Relu"))
+            value = f"{frame}/relu"
+        added += [helper.make_node("QuantizeLinear", [value, *quantize.input[1:]], [f"{frame}/quantized"],
+                                   name=f"{frame}/QuantizeLinear"),
+                  helper.make_node("Unsqueeze", [f"{frame}/quantized", axis], [f"{frame}/frame"],
+                                   name=f"{frame}/Unsqueeze")]
+        pieces.append(f"{frame}/frame")
+    if len(pieces) == 1:
+        added.append(helper.make_node("Identity", pieces, [quantize.output[0]], name=f"{stem}/frames"))
+    else:
+        added.append(helper.make_node("Concat", pieces, [quantize.output[0]], name=f"{stem}/frames", axis=2))
+    dead = [n for n in (weights_dq, conv, relu, quantize) if n is not None]
+    if len(graph.readers.get(dq.output[0], [])) == 1 and dq.output[0] not in graph.keep:
+        dead.append(dq)
+    return added, dead
