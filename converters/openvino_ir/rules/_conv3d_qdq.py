@@ -2,17 +2,19 @@
 stacked into channels.
 
 DequantizeLinear(x) -> Conv(3-D, DequantizeLinear(int8 w), bias) [-> Relu] -> QuantizeLinear: onnxruntime fuses
-it into a 3-D QLinearConv, which runs far slower than its 2-D one (no direct kernel in 3-D; measured in
-docs/performance.md). Output frame t reads the input frames its time taps reach: slicing those (uint8, step the
-time dilation) and reshaping [N, C, k, H, W] to [N, C*k, H, W] puts them in channels, and a 2-D QLinearConv
-with the weights reshaped alike ([O, C, k, kh, kw] -> [O, C*k, kh, kw]) computes the same integer sum of
-products (the taps that would read the time padding left out: in the 3-D form they multiply the zero point's
-padding, adding 0) and the same requantization. The quantized output frames are concatenated in time.
+it into a 3-D QLinearConv, which runs about twice as slow as 2-D ones doing the same integer work (r3d_18:
+docs/performance.md). Output frame t reads the input frames its time taps reach: with the clip moved to
+[N, H, W, T, C] (uint8) those frames are a Slice (step: the time dilation) that reshapes to [N, H, W, k*C],
+and a 2-D QLinearConv with the weights alike ([O, C, k, kh, kw] -> [O, k*C, kh, kw], tap-major) computes the
+same integer sum of products and the same requantization as the 3-D one. Taps that would read the time
+padding are left out (in the 3-D form they multiply the zero point's padding, adding 0). The quantized output
+frames are joined in time and moved back to [N, O, T, H, W]; onnxruntime, which runs its integer convolutions
+channels last, cancels the moves between such convolutions.
 """
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import helper
 
 from .quantization import _Graph, _outer_reads, _quantized_after
 
@@ -60,9 +62,9 @@ def _parameters(conv, graph: _Graph, shapes: dict):
             or not _quantized_after(conv, graph.readers, graph.values):
         return None
     stride, dilation = attributes.get("strides", [1] * 3)[0], attributes.get("dilations", [1] * 3)[0]
-    begin, end, frames, taps = attributes.get("pads", [0] * 6)[0], attributes.get("pads", [0] * 6)[3], shape[2], q.shape[2]
-    out_frames = (frames + begin + end - dilation * (taps - 1) - 1) // stride + 1
-    if out_frames < 1 or not all(any(0 <= t * stride + tap * dilation - begin < frames for tap in range(taps))
+    pads, frames, taps = attributes.get("pads", [0] * 6), shape[2], q.shape[2]
+    out_frames = (frames + pads[0] + pads[3] - dilation * (taps - 1) - 1) // stride + 1
+    if out_frames < 1 or not all(any(0 <= t * stride + tap * dilation - pads[0] < frames for tap in range(taps))
                                  for t in range(out_frames)):
         return None  # an output frame reading the time padding only: the plain 3-D form
     relu = graph.readers[conv.output[0]][0]
@@ -84,51 +86,45 @@ def _frames(conv, graph: _Graph, dq, weights_dq, relu, quantize, shape, attribut
     out_frames = (frames + pads[0] + pads[3] - dilation[0] * (taps - 1) - 1) // stride[0] + 1
     conv2d = dict(strides=list(stride[1:]), dilations=list(dilation[1:]), pads=[pads[1], pads[2], pads[4], pads[5]])
     stem = conv.name or conv.output[0]
-    added, pieces, weights = [], [], {}
+    weights, pieces = {}, []
 
     def const(name: str, array: np.ndarray) -> str:
         return name if name in graph.values else graph.add(name, array)
 
-    axis = const(f"{stem}/frames/axis", np.array([2], np.int64))
+    def node(op: str, inputs: list, output: str, name: str | None = None, **kwargs) -> str:
+        added.append(helper.make_node(op, inputs, [output], name=name or output, **kwargs))
+        return output
+
+    added: list = []
+    axis = const(f"{stem}/frames/axis", np.array([3], np.int64))
+    clip = node("Transpose", [dq.input[0]], f"{stem}/frames/clip", perm=[0, 3, 4, 2, 1])  # N, H, W, T, C
     for t in range(out_frames):
         read = [tap for tap in range(taps) if 0 <= t * stride[0] + tap * dilation[0] - pads[0] < frames]
         first = t * stride[0] + read[0] * dilation[0] - pads[0]
         last = t * stride[0] + read[-1] * dilation[0] - pads[0]
         key = (read[0], len(read))
-        if key not in weights:  # the taps' weights, channel c of tap j at c * len(read) + j
-            sliced = q[:, :, read[0]:read[-1] + 1].reshape(outputs, channels * len(read), *q.shape[3:])
+        if key not in weights:  # the taps' weights, channel c of tap j at j * C + c
+            sliced = q[:, :, read[0]:read[-1] + 1].transpose(0, 2, 1, 3, 4) \
+                .reshape(outputs, len(read) * channels, *q.shape[3:])
             name = const(f"{stem}/taps_{read[0]}_{len(read)}", sliced)
-            node = helper.make_node("DequantizeLinear", [name, *weights_dq.input[1:]], [f"{name}/dequantized"],
-                                    name=f"{name}/DequantizeLinear", axis=0)
-            added.append(node)
-            weights[key] = node.output[0]
+            weights[key] = node("DequantizeLinear", [name, *weights_dq.input[1:]], f"{name}/dequantized", axis=0)
         frame = f"{stem}/frame_{t}"
-        starts = const(f"{stem}/frames/start_{first}", np.array([first], np.int64))
-        ends = const(f"{stem}/frames/end_{last + 1}", np.array([last + 1], np.int64))
-        steps = const(f"{stem}/frames/step_{dilation[0]}", np.array([dilation[0]], np.int64))
-        target = const(f"{stem}/frames/shape_{len(read)}",
-                       np.array([0, channels * len(read), height, width], np.int64))
-        added += [helper.make_node("Slice", [dq.input[0], starts, ends, axis, steps], [f"{frame}/taps"],
-                                   name=f"{frame}/Slice"),
-                  helper.make_node("Reshape", [f"{frame}/taps", target], [f"{frame}/stacked"],
-                                   name=f"{frame}/Reshape"),
-                  helper.make_node("DequantizeLinear", [f"{frame}/stacked", *dq.input[1:]], [f"{frame}/data"],
-                                   name=f"{frame}/DequantizeLinear"),
-                  helper.make_node("Conv", [f"{frame}/data", weights[key], *conv.input[2:]], [f"{frame}/conv"],
-                                   name=f"{frame}/Conv", **conv2d)]
-        value = f"{frame}/conv"
+        value = node("Slice", [clip, const(f"{stem}/frames/start_{first}", np.array([first], np.int64)),
+                               const(f"{stem}/frames/end_{last + 1}", np.array([last + 1], np.int64)), axis,
+                               const(f"{stem}/frames/step_{dilation[0]}", np.array([dilation[0]], np.int64))],
+                     f"{frame}/taps")
+        value = node("Reshape", [value, const(f"{stem}/frames/shape_{len(read)}", np.array(
+            [0, height, width, len(read) * channels], np.int64))], f"{frame}/stacked")
+        value = node("Transpose", [value], f"{frame}/stacked_nchw", perm=[0, 3, 1, 2])
+        value = node("DequantizeLinear", [value, *dq.input[1:]], f"{frame}/data")
+        value = node("Conv", [value, weights[key], *conv.input[2:]], f"{frame}/conv", **conv2d)
         if relu is not None:
-            added.append(helper.make_node("Relu", [value], [f"{frame}/relu"], name=f"{frame}/Relu"))
-            value = f"{frame}/relu"
-        added += [helper.make_node("QuantizeLinear", [value, *quantize.input[1:]], [f"{frame}/quantized"],
-                                   name=f"{frame}/QuantizeLinear"),
-                  helper.make_node("Unsqueeze", [f"{frame}/quantized", axis], [f"{frame}/frame"],
-                                   name=f"{frame}/Unsqueeze")]
-        pieces.append(f"{frame}/frame")
-    if len(pieces) == 1:
-        added.append(helper.make_node("Identity", pieces, [quantize.output[0]], name=f"{stem}/frames"))
-    else:
-        added.append(helper.make_node("Concat", pieces, [quantize.output[0]], name=f"{stem}/frames", axis=2))
+            value = node("Relu", [value], f"{frame}/relu")
+        value = node("QuantizeLinear", [value, *quantize.input[1:]], f"{frame}/quantized")
+        value = node("Transpose", [value], f"{frame}/nhwc", perm=[0, 2, 3, 1])
+        pieces.append(node("Unsqueeze", [value, axis], f"{frame}/frame"))
+    joined = node("Concat", pieces, f"{stem}/frames/joined", axis=3) if len(pieces) > 1 else pieces[0]
+    node("Transpose", [joined], quantize.output[0], f"{stem}/frames/back", perm=[0, 4, 3, 1, 2])  # N, O, T, H, W
     dead = [n for n in (weights_dq, conv, relu, quantize) if n is not None]
     if len(graph.readers.get(dq.output[0], [])) == 1 and dq.output[0] not in graph.keep:
         dead.append(dq)
