@@ -69,7 +69,9 @@ _FORWARD_REFUSES = ("integer data: ONNX Conv is float only",
             "per-channel bias Add that is the "
             "convolution's only reader, then a residual Add of another 3-D convolution's output, then a Relu "
             "(each the only reader of the one before) go into the 2-D convolutions, where onnxruntime fuses "
-            "them; the sum's order differs (float accumulation)",
+            "them; the sum's order differs (float accumulation). INT8 (qdq): a quantized 3-D convolution runs "
+            "as 2-D integer convolutions per output frame, its time taps stacked into channels (the same integer "
+            "sums as the 3-D QLinearConv: docs/openvino_ir.md, INT8)",
       refuses=_FORWARD_REFUSES)
 def convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
