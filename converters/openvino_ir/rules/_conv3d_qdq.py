@@ -8,8 +8,8 @@ docs/performance.md). Output frame t reads the input frames its time taps reach:
 and a 2-D QLinearConv with the weights alike ([O, C, k, kh, kw] -> [O, k*C, kh, kw], tap-major) computes the
 same integer sum of products and the same requantization as the 3-D one. Taps that would read the time
 padding are left out (in the 3-D form they multiply the zero point's padding, adding 0). The quantized output
-frames are joined in time and moved back to [N, O, T, H, W]; onnxruntime, which runs its integer convolutions
-channels last, cancels the moves between such convolutions.
+frames are joined side by side in channels, reshaped apart in time and moved back to [N, O, T, H, W];
+onnxruntime, which runs its integer convolutions channels last, cancels the moves between such convolutions.
 """
 from __future__ import annotations
 
@@ -71,8 +71,9 @@ def _parameters(conv, graph: _Graph, shapes: dict):
     quantize = graph.readers[relu.output[0]][0] if relu.op_type == "Relu" else relu
     if relu.op_type != "Relu":
         relu = None
-    if quantize.op_type != "QuantizeLinear" or (relu is not None and relu.output[0] in graph.keep):
-        return None
+    if quantize.op_type != "QuantizeLinear" or (relu is not None and relu.output[0] in graph.keep) \
+            or any(a.name == "axis" and a.i not in (1, -4) for a in quantize.attribute):
+        return None  # (per channel: axis 1 of the frames too)
     return dq, weights_dq, relu, quantize, tuple(shape), attributes
 
 
@@ -120,10 +121,15 @@ def _frames(conv, graph: _Graph, dq, weights_dq, relu, quantize, shape, attribut
         value = node("Conv", [value, weights[key], *conv.input[2:]], f"{frame}/conv", **conv2d)
         if relu is not None:
             value = node("Relu", [value], f"{frame}/relu")
-        value = node("QuantizeLinear", [value, *quantize.input[1:]], f"{frame}/quantized")
-        value = node("Transpose", [value], f"{frame}/nhwc", perm=[0, 2, 3, 1])
-        pieces.append(node("Unsqueeze", [value, axis], f"{frame}/frame"))
+        value = node("QuantizeLinear", [value, *quantize.input[1:]], f"{frame}/quantized",
+                     **{a.name: helper.get_attribute_value(a) for a in quantize.attribute if a.name != "axis"})
+        pieces.append(node("Transpose", [value], f"{frame}/nhwc", perm=[0, 2, 3, 1]))
+    # the frames side by side in channels, then apart: [N, H, W, T * O] -> [N, H, W, T, O]
     joined = node("Concat", pieces, f"{stem}/frames/joined", axis=3) if len(pieces) > 1 else pieces[0]
+    size = [(d + pads[a] + pads[a + 3] - dilation[a] * (k - 1) - 1) // stride[a] + 1
+            for a, d, k in ((1, height, q.shape[3]), (2, width, q.shape[4]))]
+    joined = node("Reshape", [joined, const(f"{stem}/frames/shape_out", np.array(
+        [0, *size, out_frames, outputs], np.int64))], f"{stem}/frames/apart")
     node("Transpose", [joined], quantize.output[0], f"{stem}/frames/back", perm=[0, 4, 3, 1, 2])  # N, O, T, H, W
     dead = [n for n in (weights_dq, conv, relu, quantize) if n is not None]
     if len(graph.readers.get(dq.output[0], [])) == 1 and dq.output[0] not in graph.keep:
