@@ -27,18 +27,16 @@ def quantized_frames_as_channels(nodes: list, initializers: list, outputs, shape
     if not shapes:
         return 0
     graph = _Graph(nodes, initializers, set(outputs) | _outer_reads(nodes))
-    rewritten = 0
+    replaced, dead = {}, set()
     for conv in [n for n in nodes if n.op_type == "Conv"]:
         found = _parameters(conv, graph, shapes)
-        if found is None:
-            continue
-        added, dead = _frames(conv, graph, *found)
-        index = nodes.index(conv)
-        nodes[index:index + 1] = added
-        dead = {id(n) for n in dead if n is not conv}
-        nodes[:] = [n for n in nodes if id(n) not in dead]
-        rewritten += 1
-    return rewritten
+        if found is not None:
+            added, removed = _frames(conv, graph, *found)
+            replaced[id(conv)] = added
+            dead.update(id(n) for n in removed)
+    if replaced:
+        nodes[:] = [m for n in nodes if id(n) in replaced or id(n) not in dead for m in replaced.get(id(n), [n])]
+    return len(replaced)
 
 
 def _parameters(conv, graph: _Graph, shapes: dict):
