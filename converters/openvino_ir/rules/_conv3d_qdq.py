@@ -108,10 +108,11 @@ def _frames(conv, graph: _Graph, dq, weights_dq, relu, quantize, shape, attribut
             name = const(f"{stem}/taps_{read[0]}_{len(read)}", sliced)
             weights[key] = node("DequantizeLinear", [name, *weights_dq.input[1:]], f"{name}/dequantized", axis=0)
         frame = f"{stem}/frame_{t}"
-        value = node("Slice", [clip, const(f"{stem}/frames/start_{first}", np.array([first], np.int64)),
-                               const(f"{stem}/frames/end_{last + 1}", np.array([last + 1], np.int64)), axis,
-                               const(f"{stem}/frames/step_{dilation[0]}", np.array([dilation[0]], np.int64))],
-                     f"{frame}/taps")
+        value = clip if len(read) == frames else node(  # (every frame: the clip as it is)
+            "Slice", [clip, const(f"{stem}/frames/start_{first}", np.array([first], np.int64)),
+                      const(f"{stem}/frames/end_{last + 1}", np.array([last + 1], np.int64)), axis,
+                      const(f"{stem}/frames/step_{dilation[0]}", np.array([dilation[0]], np.int64))],
+            f"{frame}/taps")
         value = node("Reshape", [value, const(f"{stem}/frames/shape_{len(read)}", np.array(
             [0, height, width, len(read) * channels], np.int64))], f"{frame}/stacked")
         value = node("Transpose", [value], f"{frame}/stacked_nchw", perm=[0, 3, 1, 2])
