@@ -40,8 +40,9 @@ def _conv3d_model(shape, kernel, strides, pads_begin, pads_end, dilations, relu,
 
 
 #: (data shape (-1: dynamic batch), kernel, strides, pads begin, pads end, dilations, Relu), the number of
-#: output frames: r3d_18's 3x3x3 block and 3x7x7/(1,2,2) stem, a stride in time, its 1x1x1 downsample, a
-#: dilation in time, asymmetric time padding, a kernel longer than the clip, a dynamic batch
+#: 2-D convolutions: r3d_18's 3x3x3 block and 3x7x7/(1,2,2) stem, a stride in time, its 1x1x1 downsample, a
+#: dilation in time, asymmetric time padding, a kernel longer than the clip, a convolution over space only
+#: (1xkxk, as in mc3_18 / r2plus1d_18: the frames as the batch, one convolution), a dynamic batch
 CASES = {
     "r3d_block": (((1, 4, 4, 6, 6), (3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], True), 4),
     "r3d_stem": (((1, 3, 4, 12, 12), (3, 7, 7), [1, 2, 2], [1, 3, 3], [1, 3, 3], [1, 1, 1], True), 4),
@@ -50,6 +51,8 @@ CASES = {
     "time_dilation": (((1, 4, 6, 5, 5), (3, 3, 3), [1, 1, 1], [2, 1, 1], [2, 1, 1], [2, 1, 1], True), 6),
     "asymmetric_time_pads": (((1, 4, 4, 5, 5), (3, 3, 3), [1, 1, 1], [2, 1, 0], [0, 0, 1], [1, 1, 1], False), 4),
     "kernel_longer_than_clip": (((1, 4, 2, 5, 5), (3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], True), 2),
+    "space_only": (((1, 4, 3, 6, 6), (1, 3, 3), [1, 2, 2], [0, 1, 1], [0, 1, 1], [1, 1, 1], True), 1),
+    "space_only_dynamic_batch": (((-1, 4, 3, 5, 5), (1, 3, 3), [1, 1, 1], [0, 1, 1], [0, 1, 1], [1, 1, 1], False), 1),
     "dynamic_batch": (((-1, 4, 3, 5, 5), (3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], True), 3),
 }
 
@@ -66,14 +69,14 @@ def _session(onnx_model, path):
 
 @pytest.mark.parametrize("case_id", list(CASES))
 def test_quantized_conv3d_runs_as_2d_integer_convolutions_per_frame(tmp_path, monkeypatch, case_id):
-    case, out_frames = CASES[case_id]
+    case, convolutions = CASES[case_id]
     model = _conv3d_model(*case, seed=len(case_id))
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
-    assert ops.count("Conv") == out_frames and ops.count("QuantizeLinear") == 1 + out_frames
+    assert ops.count("Conv") == convolutions and ops.count("QuantizeLinear") == 1 + convolutions
     session, optimized = _session(onnx_model, tmp_path / "frames.onnx")
     fused = [n for n in optimized if n.op_type == "QLinearConv"]
-    assert len(fused) == out_frames and "Conv" not in {n.op_type for n in optimized}
+    assert len(fused) == convolutions and "Conv" not in {n.op_type for n in optimized}
     assert all(len(onnx.helper.get_attribute_value(next(a for a in n.attribute if a.name == "pads"))) == 4
                for n in fused)  # 2-D
     monkeypatch.setattr(_importer, "quantized_frames_as_channels", lambda *args: 0)
