@@ -671,3 +671,47 @@ def test_wide_or_depthwise_grouped_convolution_keeps_its_groups(channels, groups
     model, _ = _grouped_model(channels, channels, groups, 5, 1, seed=4)
     conv = next(n for n in import_ir(model).graph.node if n.op_type == "Conv")
     assert {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}["group"] == groups
+
+
+def _swish_model(quantized_output: bool, beta=None, seed=6):
+    """FakeQuantize -> Conv with nncf's int8 weights + bias -> Swish [-> FakeQuantize] (efficientnet's
+    expansion convolution and its Swish)."""
+    rng = np.random.default_rng(seed)
+    x = op.parameter([1, 8, 6, 6], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    q = rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
+                          op.constant((rng.uniform(0.05, 0.5, (16, 1, 1, 1)) / 127).astype(np.float32)))
+    conv = op.add(op.convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1]),
+                  op.constant(rng.standard_normal((1, 16, 1, 1)).astype(np.float32)))
+    out = op.swish(conv) if beta is None else op.swish(conv, op.constant(np.float32(beta)))
+    if quantized_output:
+        out = op.fake_quantize(out, *[op.constant(v) for v in _step_limits(-20, 235, 0.03)], 256)
+    return ov.Model([out], [x]), {"x": rng.uniform(-0.5, 5, (1, 8, 6, 6)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("beta", [None, 1.5])
+def test_quantized_swish_runs_as_quick_gelu(tmp_path, beta):
+    """In the QDQ form a Swish read only by a FakeQuantize is x * Sigmoid(beta x), which onnxruntime runs as one
+    QuickGelu: within a level of OpenVINO (near-ties), equal on almost every value; the exact form keeps
+    the exact Swish."""
+    model, feeds = _swish_model(True, beta)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert "Sigmoid" in ops and "Exp" not in ops
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QuickGelu" in optimized and "Exp" not in optimized
+    for seed in range(3):
+        feeds = {"x": np.random.default_rng(seed).uniform(-0.5, 5, feeds["x"].shape).astype(np.float32)}
+        got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.03 * 1.01)
+        assert np.mean(got == want) > 0.9
+    exact = import_ir(model, int8="exact")
+    assert "Exp" in {n.op_type for n in exact.graph.node} and "Sigmoid" not in {n.op_type for n in exact.graph.node}
+
+
+def test_swish_with_a_float_output_stays_exact():
+    model, feeds = _swish_model(False)
+    onnx_model = import_ir(model)
+    assert "Exp" in {n.op_type for n in onnx_model.graph.node}
+    np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=1e-5, atol=1e-4)
