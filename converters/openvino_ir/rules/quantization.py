@@ -19,8 +19,9 @@ dequantized_weights() below puts nncf's own int8 weights and Conv biases into th
 (moves the per-channel input scales of depthwise convolutions into their weights, writes a 1x1
 convolution whose output is not quantized, with its bias, as a channels-last com.microsoft
 MatMulIntegerToFloat, a classifier head as a 3-D MatMul onnxruntime runs on integers, a strided stem
-convolution of few channels on SpaceToDepth, and merges narrow groups of a grouped convolution); a quantized spatial mean of quantized data (squeeze-excitation)
-is written GlobalAveragePool, which onnxruntime runs as QLinearGlobalAveragePool.
+convolution of few channels on SpaceToDepth, and merges narrow groups of a grouped convolution); a quantized
+spatial mean of quantized data (squeeze-excitation) is written GlobalAveragePool, which onnxruntime runs as
+QLinearGlobalAveragePool.
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
 plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
