@@ -1199,13 +1199,16 @@ def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
             continue
         merged = next(m for m in range(2, groups + 1) if groups % m == 0 and (m * q.shape[1] >= GROUP_WIDTH
                                                                              or m == groups))
-        width, out_width = q.shape[1], q.shape[0] // groups
+        width, out_width, kernel = q.shape[1], q.shape[0] // groups, q.shape[2:]
+        # [merged groups, m, outputs per group, m, inputs per group, kernel...]: group r of a merged one
+        # reads input block r
+        blocks = q.reshape((groups // merged, merged, out_width, 1, width) + kernel)
         zeros = np.broadcast_to(zero.reshape(-1), (q.shape[0],)).astype(q.dtype)
-        wide = np.empty((q.shape[0], width * merged) + q.shape[2:], q.dtype)
-        wide[...] = zeros.reshape((-1,) + (1,) * (q.ndim - 1))
-        for channel in range(q.shape[0]):
-            at = (channel // out_width) % merged * width
-            wide[channel, at:at + width] = q[channel]
+        wide = np.empty((groups // merged, merged, out_width, merged, width) + kernel, q.dtype)
+        wide[...] = zeros.reshape((groups // merged, merged, out_width) + (1,) * (2 + len(kernel)))
+        for block in range(merged):
+            wide[:, block, :, block] = blocks[:, block, :, 0]
+        wide = wide.reshape((q.shape[0], merged * width) + kernel)
         stem = conv.name or conv.output[0]
         name = f"{stem}/wider_groups_weights"
         initializers.append((name, NUMPY_CODES[q.dtype], wide))
