@@ -608,3 +608,110 @@ def test_matmul_after_a_computed_flatten_without_bias_runs_on_integers(tmp_path)
     assert "MatMulIntegerToFloat" in optimized and "MatMul" not in optimized
     feeds = {"x": rng.uniform(0, 5, (1, 32, 1, 1)).astype(np.float32)}
     np.testing.assert_allclose(session.run(None, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
+
+
+def _grouped_model(in_channels, out_channels, groups, size, stride, seed):
+    """FakeQuantize -> GroupConvolution 3x3 with nncf's per-channel int8 weights -> bias Add -> FakeQuantize (a
+    regnet block's grouped convolution)."""
+    rng = np.random.default_rng(seed)
+    x = op.parameter([1, in_channels, size, size], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    shape = (groups, out_channels // groups, in_channels // groups, 3, 3)
+    q = rng.integers(-127, 128, shape).astype(np.int8)
+    scale = (rng.uniform(0.05, 2, shape[:2] + (1, 1, 1)) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    conv = op.group_convolution(data, weights, [stride] * 2, [1, 1], [1, 1], [1, 1])
+    biased = op.add(conv, op.constant(rng.standard_normal((1, out_channels, 1, 1)).astype(np.float32)))
+    out = op.fake_quantize(biased, *[op.constant(v) for v in _step_limits(-128, 127, 0.05)], 256)
+    feeds = {"x": rng.uniform(-0.5, 5, (1, in_channels, size, size)).astype(np.float32)}
+    return ov.Model([out], [x]), feeds
+
+
+#: (input channels, output channels, groups, size, stride) -> groups after the rewrite: regnet's groups of 8
+#: (pairs merged; 5 groups of 8 only all together), a stride, groups of 4 in, 8 out
+GROUPED_CASES = {
+    "regnet_pairs": ((48, 48, 6, 6, 1), 3),
+    "strided": ((32, 32, 4, 7, 2), 2),
+    "prime_group_count": ((40, 40, 5, 5, 1), 1),
+    "wider_output": ((16, 32, 4, 5, 1), 1),
+}
+
+
+@pytest.mark.parametrize("case_id", list(GROUPED_CASES))
+def test_narrow_grouped_convolution_merges_groups(tmp_path, monkeypatch, case_id):
+    """A grouped integer convolution of fewer than GROUP_WIDTH input channels per group is written with
+    neighbouring groups merged (block-diagonal int8 weights, zeros elsewhere): onnxruntime's fused QLinearConv
+    gives the very same values as on the convolution as written, within one level of OpenVINO."""
+    from converters.openvino_ir.rules import quantization
+
+    case, merged = GROUPED_CASES[case_id]
+    model, feeds = _grouped_model(*case, seed=len(case_id))
+    onnx_model = import_ir(model)
+    conv = next(n for n in onnx_model.graph.node if n.op_type == "Conv")
+    assert {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}.get("group", 1) == merged
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QLinearConv" in optimized and "Conv" not in optimized
+    monkeypatch.setattr(quantization, "GROUP_WIDTH", 2)
+    as_written = import_ir(model)
+    conv = next(n for n in as_written.graph.node if n.op_type == "Conv")
+    assert {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}["group"] == case[2]
+    plain, optimized = _optimized_ops(as_written, tmp_path / "plain.onnx")
+    assert "QLinearConv" in optimized
+    for seed in range(3):
+        feeds = {"x": np.random.default_rng(seed).uniform(-0.5, 5, feeds["x"].shape).astype(np.float32)}
+        got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
+        np.testing.assert_array_equal(got, plain.run(None, feeds)[0])
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.05 * 1.01)  # one level at most (near-ties)
+        assert np.mean(got == want) > 0.9
+
+
+@pytest.mark.parametrize("channels,groups", [(32, 2), (8, 8)])
+def test_wide_or_depthwise_grouped_convolution_keeps_its_groups(channels, groups):
+    """Groups of GROUP_WIDTH channels already, and depthwise convolutions (MLAS's own kernel), stay as written."""
+    model, _ = _grouped_model(channels, channels, groups, 5, 1, seed=4)
+    conv = next(n for n in import_ir(model).graph.node if n.op_type == "Conv")
+    assert {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}["group"] == groups
+
+
+def _swish_model(quantized_output: bool, beta=None, seed=6):
+    """FakeQuantize -> Conv with nncf's int8 weights + bias -> Swish [-> FakeQuantize] (efficientnet's
+    expansion convolution and its Swish)."""
+    rng = np.random.default_rng(seed)
+    x = op.parameter([1, 8, 6, 6], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    q = rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
+                          op.constant((rng.uniform(0.05, 0.5, (16, 1, 1, 1)) / 127).astype(np.float32)))
+    conv = op.add(op.convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1]),
+                  op.constant(rng.standard_normal((1, 16, 1, 1)).astype(np.float32)))
+    out = op.swish(conv) if beta is None else op.swish(conv, op.constant(np.float32(beta)))
+    if quantized_output:
+        out = op.fake_quantize(out, *[op.constant(v) for v in _step_limits(-20, 235, 0.03)], 256)
+    return ov.Model([out], [x]), {"x": rng.uniform(-0.5, 5, (1, 8, 6, 6)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("beta", [None, 1.5])
+def test_quantized_swish_runs_as_quick_gelu(tmp_path, beta):
+    """In the QDQ form a Swish read only by a FakeQuantize is x * Sigmoid(beta x), which onnxruntime runs as one
+    QuickGelu: within a level of OpenVINO (near-ties), equal on almost every value; the exact form keeps
+    the exact Swish."""
+    model, feeds = _swish_model(True, beta)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert "Sigmoid" in ops and "Exp" not in ops
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "QuickGelu" in optimized and "Exp" not in optimized
+    for seed in range(3):
+        feeds = {"x": np.random.default_rng(seed).uniform(-0.5, 5, feeds["x"].shape).astype(np.float32)}
+        got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.03 * 1.01)
+        assert np.mean(got == want) > 0.9
+    exact = import_ir(model, int8="exact")
+    assert "Exp" in {n.op_type for n in exact.graph.node} and "Sigmoid" not in {n.op_type for n in exact.graph.node}
+
+
+def test_swish_with_a_float_output_stays_exact():
+    model, feeds = _swish_model(False)
+    onnx_model = import_ir(model)
+    assert "Exp" in {n.op_type for n in onnx_model.graph.node}
+    np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=1e-5, atol=1e-4)

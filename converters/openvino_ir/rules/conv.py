@@ -263,7 +263,10 @@ def _only_reader(node, kind: str):
 
 
 @rule("GroupConvolution", versions=(1,), onnx="Conv (group), weights reshaped",
-      notes="weights [G, O/G, I/G, k...] reshaped to ONNX's [O, I/G, k...]; " + _FORWARD_NOTES,
+      notes="weights [G, O/G, I/G, k...] reshaped to ONNX's [O, I/G, k...]; " + _FORWARD_NOTES + "; in the QDQ "
+            "form (int8='qdq'), an integer convolution of fewer than 16 input channels per group merges "
+            "neighbouring groups (block-diagonal int8 weights: the same integer sums; FakeQuantize's "
+            "_wider_groups)",
       refuses=_FORWARD_REFUSES + ("weights whose group dim is dynamic: ONNX's group is an attribute",))
 def group_convolution(ctx, node):
     require_type(ctx, node, FLOATS, "Conv")
