@@ -34,6 +34,45 @@ def test_gelu_erf_is_fused_by_onnxruntime(tmp_path):
     np.testing.assert_allclose(session.run(None, {"x": data})[0], compiled({"x": data})[0], rtol=1e-5, atol=1e-6)
 
 
+
+def test_gelu_tanh_is_fused_into_fast_gelu_by_onnxruntime(tmp_path):
+    x = op.parameter([2, 16, 32], ov.Type.f32, name="x")
+    weights = op.constant(np.random.default_rng(5).standard_normal((32, 32)).astype(np.float32))
+    model = ov.Model([op.relu(op.gelu(op.matmul(x, weights, False, False), "tanh"))], [x])  # GPT-2's MLP
+    session, ops = _optimized(import_ir(model), tmp_path / "gelu.onnx")
+    assert "FastGelu" in ops and "Tanh" not in ops and "Pow" not in ops
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    for seed in range(3):
+        data = np.random.default_rng(seed).standard_normal((2, 16, 32)).astype(np.float32) * (1 + seed)
+        want = compiled({"x": data})[0]
+        # tanh: onnxruntime's and OpenVINO's polynomial approximations, ~1e-7 absolute apart
+        np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=2e-6)
+
+
+def test_gelu_tanh_unfused_is_bit_for_bit_the_multiplied_out_cube():
+    """Without graph optimisation onnxruntime computes Pow(x, 3) as x·x·x: the same values as the earlier form."""
+    x = op.parameter([4, 64], ov.Type.f32, name="x")
+    onnx_model = import_ir(ov.Model([op.gelu(x, "tanh")], [x]))
+    multiplied = onnx.ModelProto()
+    multiplied.CopyFrom(onnx_model)
+    nodes = []
+    for node in multiplied.graph.node:
+        if node.op_type == "Pow":
+            square = node.output[0] + "/square"
+            nodes += [onnx.helper.make_node("Mul", [node.input[0], node.input[0]], [square]),
+                      onnx.helper.make_node("Mul", [square, node.input[0]], list(node.output))]
+        else:
+            nodes.append(node)
+    assert len(nodes) == len(multiplied.graph.node) + 1, "one Pow in the tanh form"
+    del multiplied.graph.node[:]
+    multiplied.graph.node.extend(nodes)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    data = {"x": np.random.default_rng(11).standard_normal((4, 64)).astype(np.float32) * 4}
+    got, want = (ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+                 .run(None, data)[0] for m in (onnx_model, multiplied))
+    np.testing.assert_array_equal(got, want)
+
 #: 3-D convolutions: (data shape, weight shape, strides, pads_begin, pads_end, dilations, auto_pad)
 CONV3D = {
     "r3d_block": ((1, 4, 5, 6, 6), (3, 4, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], "explicit"),

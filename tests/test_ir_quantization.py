@@ -446,6 +446,48 @@ def test_larger_conv_with_float_output_stays_a_float_conv():
     np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=0, atol=0.04 * 1.01)
 
 
+
+def _patch_model(size=(8, 12), block=4, bias=True, seed=23):
+    """x -> FakeQuantize -> Conv block x block at stride block (a ViT patch embedding) with nncf's int8 weights
+    [-> bias Add] -> flatten -> Transpose to tokens: a float output, not quantized."""
+    rng = np.random.default_rng(seed)
+    x = op.parameter([2, 3, *size], ov.Type.f32, name="x")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-37, 218, 0.02)], 256)
+    q = rng.integers(-127, 128, (6, 3, block, block)).astype(np.int8)
+    scale = (np.geomspace(0.1, 3, 6).reshape(6, 1, 1, 1) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    conv = op.convolution(data, weights, [block, block], [0, 0], [0, 0], [1, 1])
+    if bias:
+        conv = op.add(conv, op.constant(rng.standard_normal((1, 6, 1, 1)).astype(np.float32)))
+    tokens = op.transpose(op.reshape(conv, op.constant(np.array([2, 6, -1], np.int64)), False),
+                          op.constant(np.array([0, 2, 1], np.int64)))
+    feeds = {"x": rng.uniform(-0.8, 4.5, (2, 3, *size)).astype(np.float32)}
+    return ov.Model([tokens], [x]), feeds
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_patch_embedding_runs_as_integer_matmul(tmp_path, bias):
+    """A Conv of kernel = stride, no padding, over quantized data with a float output becomes SpaceToDepth of
+    the uint8 data -> the 1x1 convolution's MatMulIntegerToFloat (exact integer sums); values OpenVINO's."""
+    model, feeds = _patch_model(bias=bias)
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert "Conv" not in ops and ops.count("SpaceToDepth") == 1 and "MatMulIntegerToFloat" in ops
+    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    assert "MatMulIntegerToFloat" in optimized and not optimized & {"Conv", "MatMul", "Gemm"}
+    for seed in range(3):
+        data = {"x": np.random.default_rng(seed).uniform(-0.8, 4.5, feeds["x"].shape).astype(np.float32)}
+        np.testing.assert_allclose(session.run(None, data)[0], _run_ov(model, data)[0], **ACCUMULATION)
+
+
+@pytest.mark.parametrize("size, block", [((10, 12), 4), ((8, 8), 1)])
+def test_patch_conv_not_in_whole_blocks_stays_a_conv(size, block):
+    model, feeds = _patch_model(size=size, block=block)
+    onnx_model = import_ir(model)
+    assert "SpaceToDepth" not in {n.op_type for n in onnx_model.graph.node}
+    np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
+
+
 def _classifier_model(bias_shape, seed=9):
     """FakeQuantize -> Reshape to a computed 2-D shape [batch, -1] -> MatMul by nncf's int8 weights (Convert *
     per-output scale, transposed) + bias Add: resnet's classifier head."""

@@ -312,9 +312,9 @@ def elu(ctx, node):
     ctx.emit("Elu", [ctx.inp(node, 0)], [ctx.out(node)], alpha=float(node.get_attributes()["alpha"]))
 
 
-@rule("Gelu", versions=(2, 7), onnx="Div, Erf or Tanh, Mul, Add",
-      notes="approximation_mode erf (Gelu-2's only mode) or tanh, decomposed (ONNX Gelu is opset 20); the erf "
-            "form is the pattern onnxruntime fuses into one Gelu kernel")
+@rule("Gelu", versions=(2, 7), onnx="Div, Erf or Pow, Tanh, Mul, Add",
+      notes="approximation_mode erf (Gelu-2's only mode) or tanh, decomposed (ONNX Gelu is opset 20); the forms "
+            "onnxruntime fuses into one Gelu (erf) or FastGelu (tanh) kernel")
 def gelu(ctx, node):
     mode = node.get_attributes().get("approximation_mode", "ERF").lower()
     x = ctx.inp(node, 0)
@@ -324,7 +324,8 @@ def gelu(ctx, node):
     if mode == "erf":  # 0.5 x (1 + erf(x / sqrt 2)); divided, the form onnxruntime fuses into its Gelu kernel
         inner = ctx.emit("Erf", [ctx.emit("Div", [x, ctx.const(np.array(math.sqrt(2), dtype), "sqrt2")])])
     elif mode == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-        cube = ctx.emit("Mul", [ctx.emit("Mul", [x, x]), x])
+        # the cube as Pow(x, 3) (onnxruntime computes it as x·x·x): the form it fuses into FastGelu
+        cube = ctx.emit("Pow", [x, ctx.const(np.array(3.0, dtype), "three")])
         poly = ctx.emit("Add", [x, ctx.emit("Mul", [cube, ctx.const(np.array(0.044715, dtype), "c")])])
         inner = ctx.emit("Tanh", [ctx.emit("Mul", [poly, ctx.const(np.array(math.sqrt(2 / math.pi), dtype),
                                                                    "c")])])

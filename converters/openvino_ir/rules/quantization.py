@@ -694,13 +694,15 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
     the same values (DequantizeLinear computes (q - zero point) * scale as the chain does), in the form
     onnxruntime's QDQ fusions run as integer kernels (left as float, onnxruntime folds the chain and
     re-quantizes the weights per tensor itself: less precise). A 1x1 convolution whose output is not quantized
-    becomes a MatMul over channels (_pointwise_as_matmul). Edits `nodes` (ONNX NodeProtos, in order) and
+    becomes a MatMul over channels (_pointwise_as_matmul), a patch embedding one after SpaceToDepth
+    (_patches_as_pointwise). Edits `nodes` (ONNX NodeProtos, in order) and
     `initializers` ((name, ONNX type, array) list) in place; returns how many weights were rewritten.
     Values in `outputs` (the graph's outputs) or read by subgraphs are kept; `inputs` (the graph's input
     ValueInfoProtos) give the static shapes _space_to_depth needs."""
     if not any(n.op_type == "QuantizeLinear" for n in nodes):
         return 0
     keep = set(outputs) | _outer_reads(nodes)
+    _patches_as_pointwise(nodes, initializers, keep, _static_shapes(inputs))
     _depthwise_per_tensor(nodes, initializers, keep)
     _float_weights_for_per_channel_inputs(nodes, initializers)
     graph = _Graph(nodes, initializers, keep)
@@ -878,6 +880,56 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
         "Transpose", [last_nhwc], [result], name=f"{stem}/channels_first", perm=[0, 3, 1, 2]))
     return True
 
+
+
+def _patches_as_pointwise(nodes: list, initializers: list, keep: set, shapes: dict) -> None:
+    """A patch embedding (ViT): Conv of kernel b x b at stride b, no padding, over a per-tensor
+    DequantizeLinear of an image of static shape in whole blocks, nncf's int8 weights Cast -> Mul(scale), its
+    output not quantized -> SpaceToDepth(b) of the quantized image (ONNX's DCR order, channel (i b + j) C + c)
+    -> DequantizeLinear -> the 1x1 Conv with the int8 weights rearranged alike, which _pointwise_as_matmul then
+    runs as MatMulIntegerToFloat: the same products, summed exactly in integers (the float Conv rounded them;
+    onnxruntime has no integer kernel for a Conv with a float output)."""
+    from onnx import helper
+
+    graph = _Graph(nodes, initializers, keep)
+    for conv in [n for n in nodes if n.op_type == "Conv"]:
+        attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+        mul, dq = graph.producer.get(conv.input[1]), graph.producer.get(conv.input[0])
+        strides = list(attributes.get("strides", []))
+        kernel = list(attributes.get("kernel_shape", strides))  # (else the weights' shape: checked below)
+        if mul is None or mul.op_type != "Mul" or dq is None or dq.op_type != "DequantizeLinear" \
+                or len(kernel) != 2 or kernel[0] != kernel[1] or kernel[0] < 2 or strides != kernel \
+                or attributes.get("group", 1) != 1 or any(v != 1 for v in attributes.get("dilations", [])) \
+                or any(v != 0 for v in attributes.get("pads", [])) \
+                or attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID") \
+                or graph.only_reader(dq.output[0]) is not conv or conv.output[0] in keep \
+                or _quantized_after(conv, graph.readers, graph.values):
+            continue
+        weights = _weight_chain(graph, mul)
+        source = graph.producer.get(dq.input[0])
+        shape = _static_shape(source.input[0], graph.producer, graph.values, shapes) \
+            if source is not None and source.op_type == "QuantizeLinear" else None
+        block = kernel[0]
+        if weights is None or weights.reader is not conv or weights.tail or weights.zero.any() \
+                or weights.q.dtype != np.int8 or weights.q.shape[2:] != (block, block) \
+                or graph.values.get(dq.input[1], np.ones(2)).size != 1 or shape is None or len(shape) != 4 \
+                or shape[2] % block or shape[3] % block:
+            continue
+        cast = graph.producer[mul.input[0] if mul.input[0] in graph.producer else mul.input[1]]
+        if cast.op_type != "Cast" or graph.only_reader(cast.output[0]) is not mul \
+                or graph.only_reader(mul.output[0]) is not conv:
+            continue
+        stem = conv.name or conv.output[0]
+        q = graph.values[cast.input[0]]
+        out_channels = q.shape[0]
+        cast.input[0] = graph.add(f"{stem}/patch_weights", q.transpose(0, 2, 3, 1).reshape(out_channels, -1, 1, 1))
+        moved = f"{stem}/space_to_depth"
+        nodes.insert(nodes.index(dq), helper.make_node("SpaceToDepth", [dq.input[0]], [moved], name=moved,
+                                                       blocksize=block))
+        dq.input[0] = moved
+        kept = [a for a in conv.attribute if a.name not in ("strides", "kernel_shape", "pads", "auto_pad")]
+        del conv.attribute[:]
+        conv.attribute.extend(kept + [helper.make_attribute("kernel_shape", [1, 1])])
 
 def _pointwise_parameters(graph: _Graph, weights: _Weights):
     """(scales, axis, bias or None) of a Conv _pointwise_as_matmul rewrites, else None."""
