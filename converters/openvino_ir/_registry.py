@@ -33,6 +33,21 @@ class RuleDoc:
 #: (OpenVINO type name, opset version) -> its documentation
 DOCS: dict[tuple[str, int], RuleDoc] = {}
 
+#: Registrations run on the first lookup the rules registered so far do not answer, or the first listing
+#: (the dialect ops' rules, generated from every op unit: an IR without them never imports the units).
+_DEFERRED: list[Callable[[], None]] = []
+
+
+def defer(register_more: Callable[[], None]) -> None:
+    _DEFERRED.append(register_more)
+
+
+def load_all() -> dict[tuple[str, int], Callable]:
+    """Run the deferred registrations; RULES then holds every rule (returned)."""
+    while _DEFERRED:
+        _DEFERRED.pop(0)()
+    return RULES
+
 
 class Unsupported(Exception):
     """A supported op used in a configuration the import cannot express (the reason says which)."""
@@ -72,12 +87,17 @@ def op_label(node) -> str:
 
 
 def find(node) -> Callable | None:
-    return RULES.get(op_key(node))
+    key = op_key(node)
+    handler = RULES.get(key)
+    if handler is None and _DEFERRED:
+        load_all()
+        handler = RULES.get(key)
+    return handler
 
 
 def supported_ops() -> list[str]:
     """Every supported OpenVINO op as 'Name-version', sorted."""
-    return [f"{name}-{version}" for name, version in sorted(RULES)]
+    return [f"{name}-{version}" for name, version in sorted(load_all())]
 
 
 def op_table(markdown: bool = False) -> str:
@@ -85,7 +105,7 @@ def op_table(markdown: bool = False) -> str:
     the ONNX it emits, notes, refused configurations). `onnx-bridge convert --list-ops` prints it;
     docs/openvino_ir.md carries the markdown form (converters/openvino_ir/_doctable.py)."""
     groups: dict[int, list] = {}
-    for key, handler in RULES.items():
+    for key, handler in load_all().items():
         groups.setdefault(id(handler), [handler, DOCS[key], []])[2].append(key)
     rows = []
     for _, doc, keys in groups.values():
