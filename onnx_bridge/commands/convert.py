@@ -20,11 +20,30 @@ _TARGETS = ("standard", "openvino", "openvino-ir")
 _MODES = ("default", "keep-all", "require-standard")
 
 
-#: The dialect ops standard ONNX patterns are raised into (units with a raising) and those whose float
-#: results depend on summation order (units with accumulation_ulps), for the help text: declared here so
-#: that building the parser imports no op unit (tests/test_cli_startup.py checks them against the units).
-RAISED_OPS = ("ReduceL2", "ScatterElementsUpdate", "Unique")
-ACCUMULATING_OPS = ("ReduceL2",)
+def _raised_ops() -> list[str]:
+    """The dialect ops standard ONNX patterns are raised into (units with a raising)."""
+    from custom_ops import units
+    from custom_ops.unit import present
+    return [unit.op_type for unit in units() if present(unit.raising)]
+
+
+def _accumulating_ops() -> list[str]:
+    """The dialect ops whose float results depend on summation order (units with accumulation_ulps)."""
+    from custom_ops import units
+    return [unit.op_type for unit in units() if unit.accumulation_ulps is not None]
+
+
+class _OpsHelp(str):
+    """A help text naming ops ("{ops}": '/'.join(ops())), filled in when argparse formats it (`help %
+    params`): building the parser to run a command imports no op unit."""
+
+    def __new__(cls, template: str, ops):
+        text = super().__new__(cls, template)
+        text.ops = ops
+        return text
+
+    def __mod__(self, params):
+        return str.__mod__(str(self).replace("{ops}", "/".join(self.ops())), params)
 
 
 def add_arguments(parser) -> None:
@@ -32,15 +51,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("-o", "--output",
                         help="where to write the result (.onnx; .xml with --to openvino-ir); written atomically")
     parser.add_argument("--to", choices=_TARGETS, default="standard",
-                        help="standard: lower dialect nodes to standard ONNX where exact (default); openvino: "
-                             f"raise standard ONNX into the dialect ops {'/'.join(RAISED_OPS)}; openvino-ir: "
-                             "raise, then write OpenVINO IR")
+                        help=_OpsHelp("standard: lower dialect nodes to standard ONNX where exact (default); "
+                                      "openvino: raise standard ONNX into the dialect ops {ops}; openvino-ir: "
+                                      "raise, then write OpenVINO IR", _raised_ops))
     parser.add_argument("--mode", choices=_MODES, default="default",
                         help="default: convert what is exact; keep-all: convert nothing, only report; "
                              "require-standard: fail (exit 2) listing every node that cannot be lowered")
     parser.add_argument("--strict", action="store_true",
-                        help="also keep nodes whose converted graph is not bit-identical on every input "
-                             f"(float rounding of {'/'.join(ACCUMULATING_OPS)}; NaN in raised float min/max)")
+                        help=_OpsHelp("also keep nodes whose converted graph is not bit-identical on every input "
+                                      "(float rounding of {ops}; NaN in raised float min/max)", _accumulating_ops))
     parser.add_argument("--as-functions", action="store_true",
                         help="(--to standard) keep each dialect node with an exact lowering as a call of a "
                              "model-local function whose body is that lowering: plain onnxruntime runs it, "
