@@ -25,9 +25,9 @@ class Registry:
         self._rules: dict[tuple[str, str], dict[int, Callable]] = {}
 
     def _load(self) -> None:
-        if not self._loaded:
-            self._loaded = True
+        if not self._loaded:  # (another thread importing it meanwhile: the import waits for it)
             importlib.import_module(self.package)
+            self._loaded = True
 
     def register(self, domain: str, op_type: str, *since_versions: int):
         """Decorator: the rule handles `op_type` from each of `since_versions` on (until a newer one)."""

@@ -112,9 +112,9 @@ def _load_units() -> None:
     """Import and register every unit (custom_ops.ops.load) before the registry is first read."""
     global _UNITS_LOADED
     if not _UNITS_LOADED:
-        _UNITS_LOADED = True
         from .ops import load
         load()
+        _UNITS_LOADED = True
 
 
 def register(spec: OpSpec) -> OpSpec:

@@ -73,3 +73,22 @@ def test_lazy_registries_answer_as_before():
     specs, units, op, lowers, raises, entries = out.stdout.split()
     assert int(specs) == int(units) > 10 and op == "Unique"
     assert (lowers, raises, entries) == ("True", "True", "True")
+
+
+def test_first_use_from_many_threads_sees_whole_registries():
+    """Threads that all trigger the first load: none of them reads a registry still filling."""
+    code = ("import threading, custom_ops\n"
+            "from converters.registry import LOWERING\n"
+            "from converters.openvino_ir import _registry\n"
+            "from custom_ops.config import DOMAIN\n"
+            "results, barrier = [], threading.Barrier(8)\n"
+            "def work():\n"
+            "    barrier.wait()\n"
+            "    results.append((len(custom_ops.op_types()), LOWERING.handles(DOMAIN, 'Unique'),\n"
+            "                    len(_registry.load_all())))\n"
+            "threads = [threading.Thread(target=work) for _ in range(8)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "print(len(results), len(set(results)), *results[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    count, distinct, specs, lowers, rules = out.stdout.split()
+    assert (count, distinct, lowers) == ("8", "1", "True") and int(specs) > 10 and int(rules) > 100

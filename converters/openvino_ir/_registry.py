@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,6 +37,7 @@ DOCS: dict[tuple[str, int], RuleDoc] = {}
 #: Registrations run on the first lookup the rules registered so far do not answer, or the first listing
 #: (the dialect ops' rules, generated from every op unit: an IR without them never imports the units).
 _DEFERRED: list[Callable[[], None]] = []
+_LOCK = threading.RLock()
 
 
 def defer(register_more: Callable[[], None]) -> None:
@@ -44,8 +46,10 @@ def defer(register_more: Callable[[], None]) -> None:
 
 def load_all() -> dict[tuple[str, int], Callable]:
     """Run the deferred registrations; RULES then holds every rule (returned)."""
-    while _DEFERRED:
-        _DEFERRED.pop(0)()
+    with _LOCK:  # another thread's lookup waits until they are done
+        while _DEFERRED:
+            _DEFERRED[0]()
+            _DEFERRED.pop(0)
     return RULES
 
 
