@@ -20,7 +20,6 @@ from converters.model_io import Weights, load_model, needs_external_data, opset_
 from custom_ops.config import DOMAIN
 from custom_ops.errors import ConversionError
 
-from . import lowering, raising  # noqa: F401  (register the rules)
 from ._driver import MODES, lower, raise_
 from .graph import all_graphs
 from .registry import LOWERING, RAISING

@@ -105,6 +105,16 @@ class OpSpec:
 
 
 _REGISTRY: dict[str, dict[int, OpSpec]] = {}
+_UNITS_LOADED = False
+
+
+def _load_units() -> None:
+    """Import and register every unit (custom_ops.ops.load) before the registry is first read."""
+    global _UNITS_LOADED
+    if not _UNITS_LOADED:
+        from .ops import load
+        load()
+        _UNITS_LOADED = True
 
 
 def register(spec: OpSpec) -> OpSpec:
@@ -113,15 +123,18 @@ def register(spec: OpSpec) -> OpSpec:
 
 
 def op_types() -> list[str]:
+    _load_units()
     return sorted(_REGISTRY)
 
 
 def all_specs() -> list[OpSpec]:
+    _load_units()
     return [spec for versions in _REGISTRY.values() for _, spec in sorted(versions.items())]
 
 
 def resolve(op_type: str, opset: int) -> OpSpec:
     """The spec in force for `op_type` under domain opset `opset`."""
+    _load_units()
     versions = _REGISTRY.get(op_type)
     if not versions:
         raise OpError(op_type, "op_type", f"not an op of domain {DOMAIN!r}", value=op_type,

@@ -122,7 +122,8 @@ def test_lowering_and_raising_pointers_register_rules(unit):
 
 def test_import_rules_and_backend_cover_every_unit():
     from converters.openvino_ir import rules  # noqa: F401
-    from converters.openvino_ir._registry import RULES
+    from converters.openvino_ir._registry import load_all
+    RULES = load_all()
     from onnx_bridge.backends import openvino as backend
     for unit in UNITS:
         for version in unit.openvino.versions:

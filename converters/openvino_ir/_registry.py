@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -32,6 +33,24 @@ class RuleDoc:
 
 #: (OpenVINO type name, opset version) -> its documentation
 DOCS: dict[tuple[str, int], RuleDoc] = {}
+
+#: Registrations run on the first lookup the rules registered so far do not answer, or the first listing
+#: (the dialect ops' rules, generated from every op unit: an IR without them never imports the units).
+_DEFERRED: list[Callable[[], None]] = []
+_LOCK = threading.RLock()
+
+
+def defer(register_more: Callable[[], None]) -> None:
+    _DEFERRED.append(register_more)
+
+
+def load_all() -> dict[tuple[str, int], Callable]:
+    """Run the deferred registrations; RULES then holds every rule (returned)."""
+    with _LOCK:  # another thread's lookup waits until they are done
+        while _DEFERRED:
+            _DEFERRED[0]()
+            _DEFERRED.pop(0)
+    return RULES
 
 
 class Unsupported(Exception):
@@ -72,12 +91,17 @@ def op_label(node) -> str:
 
 
 def find(node) -> Callable | None:
-    return RULES.get(op_key(node))
+    key = op_key(node)
+    handler = RULES.get(key)
+    if handler is None and _DEFERRED:
+        load_all()
+        handler = RULES.get(key)
+    return handler
 
 
 def supported_ops() -> list[str]:
     """Every supported OpenVINO op as 'Name-version', sorted."""
-    return [f"{name}-{version}" for name, version in sorted(RULES)]
+    return [f"{name}-{version}" for name, version in sorted(load_all())]
 
 
 def op_table(markdown: bool = False) -> str:
@@ -85,7 +109,7 @@ def op_table(markdown: bool = False) -> str:
     the ONNX it emits, notes, refused configurations). `onnx-bridge convert --list-ops` prints it;
     docs/openvino_ir.md carries the markdown form (converters/openvino_ir/_doctable.py)."""
     groups: dict[int, list] = {}
-    for key, handler in RULES.items():
+    for key, handler in load_all().items():
         groups.setdefault(id(handler), [handler, DOCS[key], []])[2].append(key)
     rows = []
     for _, doc, keys in groups.values():

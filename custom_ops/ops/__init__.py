@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import threading
 
 from .._spec import register
 from ..unit import DialectUnit
 
 _UNITS: dict[str, DialectUnit] = {}
 _LOADED = False
+_LOCK = threading.RLock()  # loaded on first use: another thread waits for the whole registry
 
 
 def _register(unit: DialectUnit, module: str) -> None:
@@ -40,14 +42,15 @@ def unit_modules() -> list[str]:
 def load() -> None:
     """Import every unit module and register its unit (idempotent)."""
     global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    for name in unit_modules():
-        module = importlib.import_module(name)
-        if not hasattr(module, "UNIT"):
-            raise RuntimeError(f"{name} defines no UNIT (custom_ops.unit.DialectUnit)")
-        _register(module.UNIT, name)
+    with _LOCK:
+        if _LOADED:
+            return
+        _LOADED = True
+        for name in unit_modules():
+            module = importlib.import_module(name)
+            if not hasattr(module, "UNIT"):
+                raise RuntimeError(f"{name} defines no UNIT (custom_ops.unit.DialectUnit)")
+            _register(module.UNIT, name)
 
 
 def units() -> list[DialectUnit]:

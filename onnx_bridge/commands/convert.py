@@ -33,20 +33,33 @@ def _accumulating_ops() -> list[str]:
     return [unit.op_type for unit in units() if unit.accumulation_ulps is not None]
 
 
+class _OpsHelp(str):
+    """A help text naming ops ("{ops}": '/'.join(ops())), filled in when argparse formats it (`help %
+    params`): building the parser to run a command imports no op unit."""
+
+    def __new__(cls, template: str, ops):
+        text = super().__new__(cls, template)
+        text.ops = ops
+        return text
+
+    def __mod__(self, params):
+        return str.__mod__(str(self).replace("{ops}", "/".join(self.ops())), params)
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("input", nargs="?", help="model to convert: .onnx (or OpenVINO IR .xml)")
     parser.add_argument("-o", "--output",
                         help="where to write the result (.onnx; .xml with --to openvino-ir); written atomically")
     parser.add_argument("--to", choices=_TARGETS, default="standard",
-                        help="standard: lower dialect nodes to standard ONNX where exact (default); openvino: "
-                             f"raise standard ONNX into the dialect ops {'/'.join(_raised_ops())}; openvino-ir: "
-                             "raise, then write OpenVINO IR")
+                        help=_OpsHelp("standard: lower dialect nodes to standard ONNX where exact (default); "
+                                      "openvino: raise standard ONNX into the dialect ops {ops}; openvino-ir: "
+                                      "raise, then write OpenVINO IR", _raised_ops))
     parser.add_argument("--mode", choices=_MODES, default="default",
                         help="default: convert what is exact; keep-all: convert nothing, only report; "
                              "require-standard: fail (exit 2) listing every node that cannot be lowered")
     parser.add_argument("--strict", action="store_true",
-                        help="also keep nodes whose converted graph is not bit-identical on every input "
-                             f"(float rounding of {'/'.join(_accumulating_ops())}; NaN in raised float min/max)")
+                        help=_OpsHelp("also keep nodes whose converted graph is not bit-identical on every input "
+                                      "(float rounding of {ops}; NaN in raised float min/max)", _accumulating_ops))
     parser.add_argument("--as-functions", action="store_true",
                         help="(--to standard) keep each dialect node with an exact lowering as a call of a "
                              "model-local function whose body is that lowering: plain onnxruntime runs it, "

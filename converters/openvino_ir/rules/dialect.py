@@ -1,7 +1,7 @@
 """The OpenVINO ops of the dialect, kept as nodes of domain org.openvinotoolkit (docs/dialect.md).
 
 One rule per unit (custom_ops.units(): OpenVINO type and versions, attribute map both ways), generated
-below. An older OpenVINO version is the newest dialect version with its defaults, so every model imports
+below when the registry first needs them (_registry.defer: importing the units costs start-up time). An older OpenVINO version is the newest dialect version with its defaults, so every model imports
 at one domain opset (custom_ops.config.DIALECT_OPSET).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from custom_ops.errors import OpError
 
 from onnx import AttributeProto, helper
 
-from .._registry import Unsupported, rule
+from .._registry import Unsupported, defer, rule
 
 _LIST_TYPES = {"ints": AttributeProto.INTS, "floats": AttributeProto.FLOATS}
 
@@ -65,6 +65,10 @@ def import_as_unit(ctx, node, op_type: str) -> None:
     _unit_rule(custom_ops.unit_of(op_type))(ctx, node)
 
 
-for _unit in [u for u in custom_ops.units() if u.openvino.import_rule]:
-    rule(_unit.openvino.type_name, versions=_unit.openvino.versions, onnx=f"{_unit.op_type} ({DOMAIN})",
-         notes=_unit_notes(_unit), refuses=_unit.openvino.refuses)(_unit_rule(_unit))
+def _register_units() -> None:
+    for unit in [u for u in custom_ops.units() if u.openvino.import_rule]:
+        rule(unit.openvino.type_name, versions=unit.openvino.versions, onnx=f"{unit.op_type} ({DOMAIN})",
+             notes=_unit_notes(unit), refuses=unit.openvino.refuses)(_unit_rule(unit))
+
+
+defer(_register_units)

@@ -1,0 +1,94 @@
+"""Start-up of `onnx-bridge convert`: what a fresh process imports to convert an OpenVINO IR without dialect
+ops, and the declarations that let it skip the rest (checked against what they stand for)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Loaded by other commands or by models that need them, never by converting a plain IR to standard ONNX.
+HEAVY = ("onnxruntime", "onnxruntime_extensions", "onnx.reference", "custom_ops.ops", "custom_ops.pyops",
+         "custom_ops.reference", "converters.lowering", "converters.raising", "onnx_bridge.divergences",
+         "onnx_bridge.session", "hypothesis", "torch", "scipy")
+
+
+def _modules(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, cwd=ROOT, check=True)
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def _loaded(modules: set[str], names) -> list[str]:
+    return sorted(name for name in names if any(m == name or m.startswith(name + ".") for m in modules))
+
+
+def test_cli_import_loads_no_numpy_onnx_or_units():
+    modules = _modules("import onnx_bridge.cli")
+    assert not _loaded(modules, ("numpy", "onnx", "openvino", *HEAVY))
+
+
+def test_convert_of_a_plain_ir_loads_only_what_it_uses(tmp_path):
+    openvino = pytest.importorskip("openvino")
+    from openvino import opset13 as ops
+    x = ops.parameter([1, 4], openvino.Type.f32, name="x")
+    model = openvino.Model([ops.relu(ops.add(x, ops.constant([[1.0, 2.0, 3.0, 4.0]], openvino.Type.f32)))], [x])
+    openvino.save_model(model, str(tmp_path / "m.xml"))
+    modules = _modules(f"from onnx_bridge.cli import main\n"
+                       f"assert main(['convert', {str(tmp_path / 'm.xml')!r}, '-o', {str(tmp_path / 'm.onnx')!r}]) == 0")
+    assert (tmp_path / "m.onnx").is_file()
+    assert not _loaded(modules, HEAVY)
+
+
+def test_dialect_rules_load_on_demand():
+    """A lookup the eager rules do not answer, and every listing, runs the deferred registrations."""
+    code = ("from converters.openvino_ir import _registry, supported_ops\n"
+            "before = len(_registry.RULES)\n"
+            "ops = supported_ops()\n"
+            "print(before, len(_registry.RULES), len(ops))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    before, after, listed = map(int, out.stdout.split())
+    assert before < after == listed
+
+
+def test_convert_help_names_the_units_ops():
+    """Its help text, filled in when printed, names the ops of the units (loaded then)."""
+    out = subprocess.run([sys.executable, "-m", "onnx_bridge.cli", "convert", "--help"], capture_output=True,
+                         text=True, cwd=ROOT, check=True, env={**os.environ, "COLUMNS": "400"}).stdout
+    assert "raise standard ONNX into the dialect ops ReduceL2/ScatterElementsUpdate/Unique;" in out
+    assert "(float rounding of ReduceL2;" in out
+
+
+def test_lazy_registries_answer_as_before():
+    """custom_ops' and converters' registries fill on first use: specs, units, lowering and raising rules."""
+    code = ("import custom_ops, converters\n"
+            "from converters.registry import LOWERING, RAISING\n"
+            "from custom_ops.config import DOMAIN\n"
+            "print(len(custom_ops.op_types()), len(custom_ops.units()), custom_ops.resolve('Unique', 15).op_type,\n"
+            "      LOWERING.handles(DOMAIN, 'Unique'), RAISING.handles('', 'Unique'), len(LOWERING.entries()) > 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    specs, units, op, lowers, raises, entries = out.stdout.split()
+    assert int(specs) == int(units) > 10 and op == "Unique"
+    assert (lowers, raises, entries) == ("True", "True", "True")
+
+
+def test_first_use_from_many_threads_sees_whole_registries():
+    """Threads that all trigger the first load: none of them reads a registry still filling."""
+    code = ("import threading, custom_ops\n"
+            "from converters.registry import LOWERING\n"
+            "from converters.openvino_ir import _registry\n"
+            "from custom_ops.config import DOMAIN\n"
+            "results, barrier = [], threading.Barrier(8)\n"
+            "def work():\n"
+            "    barrier.wait()\n"
+            "    results.append((len(custom_ops.op_types()), LOWERING.handles(DOMAIN, 'Unique'),\n"
+            "                    len(_registry.load_all())))\n"
+            "threads = [threading.Thread(target=work) for _ in range(8)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "print(len(results), len(set(results)), *results[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    count, distinct, specs, lowers, rules = out.stdout.split()
+    assert (count, distinct, lowers) == ("8", "1", "True") and int(specs) > 10 and int(rules) > 100
