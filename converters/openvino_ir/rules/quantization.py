@@ -500,12 +500,21 @@ _WEIGHTED = {"Conv": 1, "ConvTranspose": 1, "MatMul": 1, "Gemm": 1}
 
 
 def _per_axis(full: np.ndarray) -> tuple[np.ndarray, int | None] | None:
-    """(values, axis) when `full` varies along one axis at most (axis None: one value), else None."""
-    varying = [d for d in range(full.ndim) if full.shape[d] > 1 and not np.all(full == full.take([0], axis=d))]
+    """(values, axis) when `full` varies along one axis at most (axis None: one value), else None.
+
+    `full` is typically a scale broadcast to the weight's shape (np.broadcast_to, then transposed or
+    reshaped): an axis of stride 0 repeats one value, so only the others are compared, on the array
+    without the repeats (the scale's own size, no full-size temporary)."""
+    repeated = [d for d in range(full.ndim) if full.strides[d] == 0 or full.shape[d] <= 1]
+    small = full[tuple(slice(0, 1) if d in repeated else slice(None) for d in range(full.ndim))]
+    if small.dtype.kind == "f" and np.isnan(small).any():  # NaN != NaN: every axis compared as it is
+        repeated, small = [d for d in range(full.ndim) if full.shape[d] <= 1], full
+    varying = [d for d in range(full.ndim) if d not in repeated
+               and not np.all(small == small.take([0], axis=d))]
     if len(varying) > 1:
         return None
     if not varying:
-        return full.reshape(-1)[:1], None
+        return small.reshape(-1)[:1], None
     index = [0] * full.ndim
     index[varying[0]] = slice(None)
     return full[tuple(index)], varying[0]
@@ -703,7 +712,7 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
     _depthwise_per_tensor(nodes, initializers, keep)
     _float_weights_for_per_channel_inputs(nodes, initializers)
     graph = _Graph(nodes, initializers, keep)
-    rewritten, dead = 0, set()
+    rewritten, dead, replaced = 0, set(), {}
     for mul in [n for n in nodes if n.op_type == "Mul"]:
         weights = _weight_chain(graph, mul)
         if weights is not None and _classifier_as_integer_matmul(graph, weights):
@@ -734,10 +743,10 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
         stem = mul.name or weights.value
         names = [graph.add(f"{stem}/int8_weights", weights.q), graph.add(f"{stem}/scale", scales),
                  graph.add(f"{stem}/zero_point", zeros)]
-        nodes[nodes.index(mul)] = _dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)
+        replaced[id(mul)] = _dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)
         dead.update(id(n) for n in weights.tail)
         rewritten += 1
-    nodes[:] = [n for n in nodes if id(n) not in dead]
+    nodes[:] = [replaced.get(id(n), n) for n in nodes if id(n) not in dead]
     _conv_bias(nodes, initializers, keep)
     _space_to_depth(nodes, initializers, keep, _static_shapes(inputs))
     return rewritten
@@ -972,6 +981,7 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
         found = readers.get(name, [])
         return found[0] if len(found) == 1 and found[0].op_type == op_type and name not in keep else None
 
+    before = {}  # id(QuantizeLinear) -> the Div inserted before it
     for conv in [n for n in nodes if n.op_type == "Conv"]:
         group = next((a.i for a in conv.attribute if a.name == "group"), 1)
         dq, reshape = producer.get(conv.input[0]), producer.get(conv.input[1])
@@ -1005,13 +1015,15 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
                                        zero.reshape(-1)[:1].reshape(()), folded.astype(np.float32))):
             initializers.append((name, NUMPY_CODES[np.asarray(array).dtype], np.asarray(array)))
         divided = f"{stem}/per_channel_scaled"
-        nodes.insert(nodes.index(q), helper.make_node("Div", [q.input[0], names[0]], [divided], name=divided))
+        before[id(q)] = helper.make_node("Div", [q.input[0], names[0]], [divided], name=divided)
         for node, data in ((q, divided), (dq, dq.input[0])):
             node.input[:] = [data, names[1], names[2]]
             kept = [a for a in node.attribute if a.name != "axis"]
             del node.attribute[:]
             node.attribute.extend(kept)
         mul.input[side] = names[3]
+    if before:
+        nodes[:] = [m for n in nodes for m in ((before[id(n)], n) if id(n) in before else (n,))]
 
 
 def _float_weights_for_per_channel_inputs(nodes: list, initializers: list) -> None:

@@ -1,0 +1,72 @@
+"""The import's fast helpers against simple reference implementations, on a data-driven case table."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from converters.openvino_ir.rules.quantization import _per_axis
+
+
+def _per_axis_reference(full: np.ndarray):
+    """Every axis compared element by element on the full array."""
+    varying = [d for d in range(full.ndim) if full.shape[d] > 1 and not np.all(full == full.take([0], axis=d))]
+    if len(varying) > 1:
+        return None
+    if not varying:
+        return full.reshape(-1)[:1], None
+    index = [0] * full.ndim
+    index[varying[0]] = slice(None)
+    return full[tuple(index)], varying[0]
+
+
+def _broadcast(scale_shape, shape, transpose=None, reshape=None, values="random", dtype=np.float32):
+    def make(seed):
+        rng = np.random.default_rng(seed)
+        if values == "random":
+            scale = rng.random(scale_shape).astype(dtype)
+        elif values == "constant":
+            scale = np.full(scale_shape, 0.5, dtype)
+        else:  # a NaN among random values
+            scale = rng.random(scale_shape).astype(dtype)
+            scale.reshape(-1)[0] = np.nan
+        full = np.broadcast_to(scale, shape)
+        if transpose is not None:
+            full = full.transpose(transpose)
+        if reshape is not None:
+            full = full.reshape(reshape)
+        return full
+    return make
+
+
+# (id, builder of the array _per_axis sees)
+CASES = [
+    ("per_output_channel", _broadcast((8, 1, 1, 1), (8, 4, 3, 3))),
+    ("per_tensor", _broadcast((), (8, 4, 3, 3))),
+    ("per_tensor_same_values", _broadcast((8, 1, 1, 1), (8, 4, 3, 3), values="constant")),
+    ("per_column_matmul", _broadcast((1, 6), (5, 6))),
+    ("per_row_transposed", _broadcast((5, 1), (5, 6), transpose=(1, 0))),
+    ("grouped_reshaped", _broadcast((2, 3, 1, 1, 1), (2, 3, 1, 3, 3), reshape=(6, 1, 3, 3))),
+    ("reshape_merging_varying", _broadcast((4, 1), (4, 6), reshape=(2, 12))),
+    ("two_axes", _broadcast((4, 3, 1), (4, 3, 5))),
+    ("full_array_not_a_view", lambda seed: np.random.default_rng(seed).random((3, 4)).astype(np.float32)),
+    ("one_row_of_a_full_array", lambda seed: np.repeat(np.random.default_rng(seed).random((3, 1)), 4, 1)),
+    ("nan_per_channel", _broadcast((8, 1, 1, 1), (8, 4, 3, 3), values="nan")),
+    ("nan_per_tensor", _broadcast((1, 1), (4, 3), values="nan")),
+    ("integer_zero_point", lambda seed: np.broadcast_to(np.arange(5, dtype=np.int8).reshape(5, 1), (5, 7))),
+    ("integer_zeros", lambda seed: np.broadcast_to(np.zeros((), np.uint8), (3, 4, 2))),
+    ("empty_axis", _broadcast((3, 1), (3, 0))),
+    ("scalar", lambda seed: np.float32(2.0) + np.zeros((), np.float32)),
+]
+
+
+@pytest.mark.parametrize("case_id", [c[0] for c in CASES])
+def test_per_axis_matches_reference(case_id):
+    build = dict(CASES)[case_id]
+    for seed in range(3):
+        full = build(seed)
+        got, want = _per_axis(full), _per_axis_reference(full)
+        assert (got is None) == (want is None), case_id
+        if want is not None:
+            assert got[1] == want[1]
+            assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape
+            np.testing.assert_array_equal(got[0], want[0])
