@@ -369,8 +369,9 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     results += state_outputs
     outputs = _graph_outputs(ctx, inputs, results)
     _drop_unread_unpacked(ctx, outputs)
+    mapped = MappedPages()  # (after the walk: every constant read)
     if int8 == "qdq":
-        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values(), inputs)
+        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values(), inputs, mapped.release)
         scores_scale_into_dequantize(ctx.nodes, ctx.initializers, ctx.outputs.values(), ctx.unique)
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
     live = _live(ctx.nodes, referenced)
@@ -379,7 +380,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
                               opset_imports=_opset_imports(ctx, live, source), ir_version=IR_VERSION,
                               producer_name="onnx-bridge", doc_string=doc or f"imported from {source}")
     model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
-    _write_initializers(model, ctx.initializers, referenced, defer)
+    _write_initializers(model, ctx.initializers, referenced, defer, mapped)
     _record_names(model, ov_model, shared.names)
     return model
 
@@ -452,10 +453,12 @@ def _opset_imports(ctx: Context, live: list, source: str) -> list:
 
 
 def _write_initializers(model: onnx.ModelProto, initializers: list, referenced: set,
-                        defer: Weights | None) -> None:
+                        defer: Weights | None, mapped: MappedPages) -> None:
     """The referenced constants into the model, or left to `defer` (their bytes are written by save_model).
-    Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed."""
-    mapped = MappedPages() if defer is None else None
+    Constants consumed only as attributes (Transpose order, Gather axis, ...) are not needed. `mapped` drops
+    the pages of OpenVINO's memory-mapped weights once copied (or, deferred, once written)."""
+    if defer is not None:  # written from OpenVINO's memory-mapped weights: drop their pages once written
+        defer.release = mapped.release
     for name, code, array in initializers:
         if name in referenced:
             dense = isinstance(array, np.ndarray)  # else packed 4-bit values (_types.Nibbles)
@@ -463,7 +466,7 @@ def _write_initializers(model: onnx.ModelProto, initializers: list, referenced: 
                 defer.defer(model.graph.initializer.add(), array, name, code)
             else:
                 fill_tensor(model.graph.initializer.add(), array, name, code)
-                if mapped is not None:  # copied: the weights are not held twice
+                if defer is None:  # copied: the weights are not held twice
                     mapped.release(array if dense else array.packed)
 
 

@@ -599,8 +599,8 @@ def _outer_reads(nodes: list) -> set:
 class _Graph:
     """Lookups over ONNX `nodes` and `initializers` ((name, ONNX type, array) list) that the rewrites share."""
 
-    def __init__(self, nodes: list, initializers: list, keep: set):
-        self.nodes, self.initializers, self.keep = nodes, initializers, keep
+    def __init__(self, nodes: list, initializers: list, keep: set, release=None):
+        self.nodes, self.initializers, self.keep, self.release = nodes, initializers, keep, release
         self.values = {name: array for name, _, array in initializers}
         self.producer = {out: n for n in nodes for out in n.output}
         self.readers: dict[str, list] = {}
@@ -620,7 +620,12 @@ class _Graph:
         return array if array is not None and array.dtype in (np.int8, np.uint8) else None
 
     def add(self, name: str, array: np.ndarray) -> str:
-        array = np.ascontiguousarray(array)
+        source, array = array, np.ascontiguousarray(array)
+        if self.release is not None and array is not source and source.size == array.size:
+            while isinstance(source.base, np.ndarray):  # the constant's own array (e.g. under a transpose)
+                source = source.base
+            if source.size == array.size:
+                self.release(source)
         self.initializers.append((name, NUMPY_CODES[array.dtype], array))
         self.values[name] = array
         return name
@@ -695,7 +700,7 @@ def _weight_chain(graph: _Graph, mul) -> _Weights | None:
     return None
 
 
-def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) -> int:
+def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), release=None) -> int:
     """In a model with QuantizeLinear (activations quantized), rewrite nncf's weight decompression
     Cast(int8/uint8 constant) [-> Sub(zero point)] -> Mul(float32 scale) [-> Transpose/Reshape to a constant
     shape], read by a Conv/MatMul/Gemm weight, into DequantizeLinear(int8 initializer, scale, zero point, axis):
@@ -705,13 +710,15 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
     becomes a MatMul over channels (_pointwise_as_matmul). Edits `nodes` (ONNX NodeProtos, in order) and
     `initializers` ((name, ONNX type, array) list) in place; returns how many weights were rewritten.
     Values in `outputs` (the graph's outputs) or read by subgraphs are kept; `inputs` (the graph's input
-    ValueInfoProtos) give the static shapes _space_to_depth needs."""
+    ValueInfoProtos) give the static shapes _space_to_depth needs. `release` (an array -> None, or None) is
+    called with each weight copied into a new layout (a MatMul's transposed weights): the importer drops
+    the memory-mapped pages of OpenVINO's constant there, which the rewritten model no longer reads."""
     if not any(n.op_type == "QuantizeLinear" for n in nodes):
         return 0
     keep = set(outputs) | _outer_reads(nodes)
     _depthwise_per_tensor(nodes, initializers, keep)
     _float_weights_for_per_channel_inputs(nodes, initializers)
-    graph = _Graph(nodes, initializers, keep)
+    graph = _Graph(nodes, initializers, keep, release)
     rewritten, dead, replaced = 0, set(), {}
     for mul in [n for n in nodes if n.op_type == "Mul"]:
         weights = _weight_chain(graph, mul)
