@@ -478,14 +478,15 @@ def _record_names(model: onnx.ModelProto, ov_model, names: dict) -> None:
     """Which ONNX value is which OpenVINO op output (main graph, values some node computes; ambiguous
     friendly names left out): what `onnx-bridge compare` exposes to find where two runtimes part."""
     computed = {output for node in model.graph.node for output in node.output}
-    found, seen = {}, Counter(op.get_friendly_name() for op in ov_model.get_ordered_ops())
-    for op in ov_model.get_ordered_ops():
-        if seen[op.get_friendly_name()] > 1:
+    ops = [(op, op.get_friendly_name()) for op in ov_model.get_ordered_ops()]
+    found, seen = {}, Counter(friendly for _, friendly in ops)
+    for op, friendly in ops:
+        if seen[friendly] > 1:
             continue
         for index in range(op.get_output_size()):
             value = names.get((op.get_name(), index))
             if value in computed:
-                found[f"{op.get_friendly_name()}:{index}"] = value
+                found[f"{friendly}:{index}"] = value
     model.metadata_props.add(key=NAMES_KEY, value=json.dumps(found, separators=(",", ":")))
 
 

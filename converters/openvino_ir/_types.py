@@ -111,14 +111,18 @@ class MappedPages:
     """Drops the pages of read-only file mappings (OpenVINO's memory-mapped .bin) that copied constants
     occupied from this process's resident set (madvise MADV_DONTNEED): once a constant's bytes are in the
     ModelProto its mapped pages are not needed, and a later read of the constant faults them in again from
-    the page cache. Linux only; a no-op elsewhere or when anything about the mapping is unclear."""
+    the page cache. Linux only; a no-op elsewhere or when anything about the mapping is unclear. The
+    mappings are read at the first array large enough to release (most imports of small IRs never do)."""
 
     PAGE = 4096
     MADV_DONTNEED = 4
 
     def __init__(self):
-        self.ranges: list[tuple[int, int]] = []
+        self.ranges: list[tuple[int, int]] | None = None  # read on first use
         self.madvise = None
+
+    def _read_mappings(self) -> None:
+        self.ranges = []
         try:
             import ctypes
             import mmap
@@ -141,7 +145,11 @@ class MappedPages:
             self.ranges, self.madvise = [], None
 
     def release(self, array: np.ndarray) -> None:
-        if self.madvise is None or array.nbytes < 4 * self.PAGE:
+        if array.nbytes < 4 * self.PAGE:
+            return
+        if self.ranges is None:
+            self._read_mappings()
+        if self.madvise is None:
             return
         address = array.__array_interface__["data"][0]
         end = address + array.nbytes
