@@ -113,3 +113,33 @@ def test_written_weights_release_mapped_pages_and_read_back(tmp_path, monkeypatc
     complete = import_ir(xml)
     assert onnx.load(tmp_path / "deferred.onnx") == complete
     assert weights.materialize(model) == complete
+
+
+def test_mapped_pages_released_in_merged_batches(tmp_path):
+    """Neighbouring arrays of one read-only file mapping are released by one madvise over their whole pages,
+    once BATCH bytes are pending; their values read back unchanged (faulted in again from the file)."""
+    from converters.openvino_ir._types import MappedPages
+
+    page = 4096
+    data = np.random.default_rng(0).integers(0, 255, 40 * page, dtype=np.uint8)
+    path = tmp_path / "weights.bin"
+    data.tofile(path)
+    mapped_file = np.memmap(path, dtype=np.uint8, mode="r")
+    pages = MappedPages()
+    pages.BATCH = 20 * page
+    calls = []
+    pages._read_mappings()
+    real = pages.madvise
+    pages.madvise = lambda address, length, advice: calls.append((address, length)) or real(address, length, advice)
+    pages.release(np.asarray(mapped_file[: 2 * page]))  # too small (under 4 pages): ignored
+    first, second = np.asarray(mapped_file[page + 100: 12 * page]), np.asarray(mapped_file[12 * page: 24 * page])
+    pages.release(second)
+    assert not calls  # 11 pages pending, under the batch
+    pages.release(first)
+    start = first.__array_interface__["data"][0]
+    assert calls == [(-(-start // page) * page, (start + first.nbytes + second.nbytes) // page * page
+                      - -(-start // page) * page)]
+    np.testing.assert_array_equal(mapped_file, data)
+    pages.release(np.zeros(8 * page, np.uint8))  # anonymous memory: never released
+    pages.flush()
+    assert len(calls) == 1

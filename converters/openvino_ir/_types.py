@@ -117,9 +117,14 @@ class MappedPages:
     PAGE = 4096
     MADV_DONTNEED = 4
 
+    #: bytes of released arrays collected before one round of madvise calls (release)
+    BATCH = 4 << 20
+
     def __init__(self):
         self.ranges: list[tuple[int, int]] | None = None  # read on first use
         self.madvise = None
+        self.pending: list[tuple[int, int, int]] = []  # (mapping index, start, end) not yet released
+        self.pending_bytes = 0
 
     def _read_mappings(self) -> None:
         self.ranges = []
@@ -145,6 +150,9 @@ class MappedPages:
             self.ranges, self.madvise = [], None
 
     def release(self, array: np.ndarray) -> None:
+        """Drop the pages of `array` if it lies in a read-only file mapping. Batched: the ranges are collected
+        and released together once BATCH bytes are pending (neighbouring constants merged into one madvise:
+        each call interrupts the other threads to flush their page tables), so up to BATCH bytes stay."""
         if array.nbytes < 4 * self.PAGE:
             return
         if self.ranges is None:
@@ -153,12 +161,28 @@ class MappedPages:
             return
         address = array.__array_interface__["data"][0]
         end = address + array.nbytes
-        if not any(start <= address and end <= stop for start, stop in self.ranges):
+        mapping = next((i for i, (start, stop) in enumerate(self.ranges) if start <= address and end <= stop), None)
+        if mapping is None:
             return
-        first = -(-address // self.PAGE) * self.PAGE  # whole pages inside the array only
-        last = end // self.PAGE * self.PAGE
-        if last > first:
-            self.madvise(first, last - first, self.MADV_DONTNEED)
+        self.pending.append((mapping, address, end))
+        self.pending_bytes += array.nbytes
+        if self.pending_bytes >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Release the pending ranges: whole pages inside runs of neighbouring arrays of one mapping."""
+        runs: list[list[int]] = []
+        for mapping, address, end in sorted(self.pending):
+            if runs and runs[-1][0] == mapping and address - runs[-1][2] < self.PAGE:
+                runs[-1][2] = max(runs[-1][2], end)
+            else:
+                runs.append([mapping, address, end])
+        self.pending, self.pending_bytes = [], 0
+        for _, address, end in runs:
+            first = -(-address // self.PAGE) * self.PAGE  # whole pages inside the run only
+            last = end // self.PAGE * self.PAGE
+            if last > first:
+                self.madvise(first, last - first, self.MADV_DONTNEED)
 
 
 def tensor_proto(array: np.ndarray, name: str, code: int) -> TensorProto:
