@@ -118,7 +118,7 @@ class MappedPages:
     MADV_DONTNEED = 4
 
     #: bytes of released arrays collected before one round of madvise calls (release)
-    BATCH = 4 << 20
+    BATCH = 1 << 20
 
     def __init__(self):
         self.ranges: list[tuple[int, int]] | None = None  # read on first use
