@@ -381,6 +381,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
                               producer_name="onnx-bridge", doc_string=doc or f"imported from {source}")
     model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
     _write_initializers(model, ctx.initializers, referenced, defer, mapped)
+    mapped.flush()  # (while OpenVINO's mapping surely exists: later, only written deferred arrays are added)
     _record_names(model, ov_model, shared.names)
     return model
 
