@@ -94,7 +94,9 @@ def test_written_weights_release_mapped_pages_and_read_back(tmp_path, monkeypatc
     import openvino.opset13 as op
 
     from converters import model_io
-    from converters.openvino_ir import _types, import_ir
+    from converters.openvino_ir import _importer, _types, import_ir
+
+    monkeypatch.setattr(_importer, "RELEASE_WRITTEN", True)
 
     rng = np.random.default_rng(0)
     x = op.parameter([2, 64], ov.Type.f32, name="x")
