@@ -104,6 +104,9 @@ class Weights:
 
     def __init__(self):
         self.arrays: dict = {}
+        #: called with each array once its bytes are written (the OpenVINO importer drops the pages of
+        #: OpenVINO's memory-mapped weights there: a later read faults them in again), or None
+        self.release = None
 
     def __len__(self) -> int:
         return len(self.arrays)
@@ -136,6 +139,12 @@ class Weights:
                            if tensor.data_type != onnx.TensorProto.BFLOAT16 else array.dtype)
         array = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
         return memoryview(array.reshape(-1).view(np.uint8))
+
+    def written(self, tensor: onnx.TensorProto) -> None:
+        """`tensor`'s bytes are in the file: its array's memory may be released (`release`)."""
+        if self.release is not None:
+            array = self.arrays[tensor.name]
+            self.release(array.packed if tensor.data_type in _PACKED_4BIT else array)
 
     def materialize(self, model: onnx.ModelProto, names=None) -> onnx.ModelProto:
         """Put every deferred tensor's bytes (or those of `names`) into `model` (in place; returns it)."""
@@ -250,6 +259,8 @@ def _write_streamed(model: onnx.ModelProto, path, weights: Weights | None = None
             stream.write(head)
             if data is not None:
                 stream.write(data)
+                del data
+                weights.written(tensor)
             progress.add(size)
     progress.done()
 
@@ -280,6 +291,8 @@ def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None)
             stream.write(bytes(padding))
             offset += padding
             stream.write(data)
+            if deferred:
+                weights.written(tensor)
             header.data_location = onnx.TensorProto.EXTERNAL
             for key, value in (("location", location), ("offset", str(offset)), ("length", str(data.nbytes))):
                 header.external_data.add(key=key, value=value)

@@ -111,14 +111,23 @@ class MappedPages:
     """Drops the pages of read-only file mappings (OpenVINO's memory-mapped .bin) that copied constants
     occupied from this process's resident set (madvise MADV_DONTNEED): once a constant's bytes are in the
     ModelProto its mapped pages are not needed, and a later read of the constant faults them in again from
-    the page cache. Linux only; a no-op elsewhere or when anything about the mapping is unclear."""
+    the page cache. Linux only; a no-op elsewhere or when anything about the mapping is unclear. The
+    mappings are read at the first array large enough to release (most imports of small IRs never do)."""
 
     PAGE = 4096
     MADV_DONTNEED = 4
 
+    #: bytes of released arrays collected before one round of madvise calls (release)
+    BATCH = 1 << 20
+
     def __init__(self):
-        self.ranges: list[tuple[int, int]] = []
+        self.ranges: list[tuple[int, int]] | None = None  # read on first use
         self.madvise = None
+        self.pending: list[tuple[int, int, int]] = []  # (mapping index, start, end) not yet released
+        self.pending_bytes = 0
+
+    def _read_mappings(self) -> None:
+        self.ranges = []
         try:
             import ctypes
             import mmap
@@ -141,16 +150,39 @@ class MappedPages:
             self.ranges, self.madvise = [], None
 
     def release(self, array: np.ndarray) -> None:
-        if self.madvise is None or array.nbytes < 4 * self.PAGE:
+        """Drop the pages of `array` if it lies in a read-only file mapping. Batched: the ranges are collected
+        and released together once BATCH bytes are pending (neighbouring constants merged into one madvise:
+        each call interrupts the other threads to flush their page tables), so up to BATCH bytes stay."""
+        if array.nbytes < 4 * self.PAGE:
+            return
+        if self.ranges is None:
+            self._read_mappings()
+        if self.madvise is None:
             return
         address = array.__array_interface__["data"][0]
         end = address + array.nbytes
-        if not any(start <= address and end <= stop for start, stop in self.ranges):
+        mapping = next((i for i, (start, stop) in enumerate(self.ranges) if start <= address and end <= stop), None)
+        if mapping is None:
             return
-        first = -(-address // self.PAGE) * self.PAGE  # whole pages inside the array only
-        last = end // self.PAGE * self.PAGE
-        if last > first:
-            self.madvise(first, last - first, self.MADV_DONTNEED)
+        self.pending.append((mapping, address, end))
+        self.pending_bytes += array.nbytes
+        if self.pending_bytes >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Release the pending ranges: whole pages inside runs of neighbouring arrays of one mapping."""
+        runs: list[list[int]] = []
+        for mapping, address, end in sorted(self.pending):
+            if runs and runs[-1][0] == mapping and address - runs[-1][2] < self.PAGE:
+                runs[-1][2] = max(runs[-1][2], end)
+            else:
+                runs.append([mapping, address, end])
+        self.pending, self.pending_bytes = [], 0
+        for _, address, end in runs:
+            first = -(-address // self.PAGE) * self.PAGE  # whole pages inside the run only
+            last = end // self.PAGE * self.PAGE
+            if last > first:
+                self.madvise(first, last - first, self.MADV_DONTNEED)
 
 
 def tensor_proto(array: np.ndarray, name: str, code: int) -> TensorProto:

@@ -501,12 +501,21 @@ _WEIGHTED = {"Conv": 1, "ConvTranspose": 1, "MatMul": 1, "Gemm": 1}
 
 
 def _per_axis(full: np.ndarray) -> tuple[np.ndarray, int | None] | None:
-    """(values, axis) when `full` varies along one axis at most (axis None: one value), else None."""
-    varying = [d for d in range(full.ndim) if full.shape[d] > 1 and not np.all(full == full.take([0], axis=d))]
+    """(values, axis) when `full` varies along one axis at most (axis None: one value), else None.
+
+    `full` is typically a scale broadcast to the weight's shape (np.broadcast_to, then transposed or
+    reshaped): an axis of stride 0 repeats one value, so only the others are compared, on the array
+    without the repeats (the scale's own size, no full-size temporary)."""
+    repeated = [d for d in range(full.ndim) if full.strides[d] == 0 or full.shape[d] <= 1]
+    small = full[tuple(slice(0, 1) if d in repeated else slice(None) for d in range(full.ndim))]
+    if small.dtype.kind == "f" and np.isnan(small).any():  # NaN != NaN: every axis compared as it is
+        repeated, small = [d for d in range(full.ndim) if full.shape[d] <= 1], full
+    varying = [d for d in range(full.ndim) if d not in repeated
+               and not np.all(small == small.take([0], axis=d))]
     if len(varying) > 1:
         return None
     if not varying:
-        return full.reshape(-1)[:1], None
+        return small.reshape(-1)[:1], None
     index = [0] * full.ndim
     index[varying[0]] = slice(None)
     return full[tuple(index)], varying[0]
@@ -591,8 +600,8 @@ def _outer_reads(nodes: list) -> set:
 class _Graph:
     """Lookups over ONNX `nodes` and `initializers` ((name, ONNX type, array) list) that the rewrites share."""
 
-    def __init__(self, nodes: list, initializers: list, keep: set):
-        self.nodes, self.initializers, self.keep = nodes, initializers, keep
+    def __init__(self, nodes: list, initializers: list, keep: set, release=None):
+        self.nodes, self.initializers, self.keep, self.release = nodes, initializers, keep, release
         self.values = {name: array for name, _, array in initializers}
         self.producer = {out: n for n in nodes for out in n.output}
         self.readers: dict[str, list] = {}
@@ -612,7 +621,12 @@ class _Graph:
         return array if array is not None and array.dtype in (np.int8, np.uint8) else None
 
     def add(self, name: str, array: np.ndarray) -> str:
-        array = np.ascontiguousarray(array)
+        source, array = array, np.ascontiguousarray(array)
+        if self.release is not None and array is not source and source.size == array.size:
+            while isinstance(source.base, np.ndarray):  # the constant's own array (e.g. under a transpose)
+                source = source.base
+            if source.size == array.size:
+                self.release(source)
         self.initializers.append((name, NUMPY_CODES[array.dtype], array))
         self.values[name] = array
         return name
@@ -687,7 +701,7 @@ def _weight_chain(graph: _Graph, mul) -> _Weights | None:
     return None
 
 
-def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) -> int:
+def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), release=None) -> int:
     """In a model with QuantizeLinear (activations quantized), rewrite nncf's weight decompression
     Cast(int8/uint8 constant) [-> Sub(zero point)] -> Mul(float32 scale) [-> Transpose/Reshape to a constant
     shape], read by a Conv/MatMul/Gemm weight, into DequantizeLinear(int8 initializer, scale, zero point, axis):
@@ -698,15 +712,17 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
     (_patches_as_pointwise). Edits `nodes` (ONNX NodeProtos, in order) and
     `initializers` ((name, ONNX type, array) list) in place; returns how many weights were rewritten.
     Values in `outputs` (the graph's outputs) or read by subgraphs are kept; `inputs` (the graph's input
-    ValueInfoProtos) give the static shapes _space_to_depth needs."""
+    ValueInfoProtos) give the static shapes _space_to_depth needs. `release` (an array -> None, or None) is
+    called with each weight copied into a new layout (a MatMul's transposed weights): the importer drops
+    the memory-mapped pages of OpenVINO's constant there, which the rewritten model no longer reads."""
     if not any(n.op_type == "QuantizeLinear" for n in nodes):
         return 0
     keep = set(outputs) | _outer_reads(nodes)
     _patches_as_pointwise(nodes, initializers, keep, _static_shapes(inputs))
     _depthwise_per_tensor(nodes, initializers, keep)
     _float_weights_for_per_channel_inputs(nodes, initializers)
-    graph = _Graph(nodes, initializers, keep)
-    rewritten, dead = 0, set()
+    graph = _Graph(nodes, initializers, keep, release)
+    rewritten, dead, replaced = 0, set(), {}
     for mul in [n for n in nodes if n.op_type == "Mul"]:
         weights = _weight_chain(graph, mul)
         if weights is not None and _classifier_as_integer_matmul(graph, weights):
@@ -737,10 +753,10 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
         stem = mul.name or weights.value
         names = [graph.add(f"{stem}/int8_weights", weights.q), graph.add(f"{stem}/scale", scales),
                  graph.add(f"{stem}/zero_point", zeros)]
-        nodes[nodes.index(mul)] = _dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)
+        replaced[id(mul)] = _dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)
         dead.update(id(n) for n in weights.tail)
         rewritten += 1
-    nodes[:] = [n for n in nodes if id(n) not in dead]
+    nodes[:] = [replaced.get(id(n), n) for n in nodes if id(n) not in dead]
     _conv_bias(nodes, initializers, keep)
     _space_to_depth(nodes, initializers, keep, _static_shapes(inputs))
     _wider_groups(nodes, initializers, keep)
@@ -1026,6 +1042,7 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
         found = readers.get(name, [])
         return found[0] if len(found) == 1 and found[0].op_type == op_type and name not in keep else None
 
+    before = {}  # id(QuantizeLinear) -> the Div inserted before it
     for conv in [n for n in nodes if n.op_type == "Conv"]:
         group = next((a.i for a in conv.attribute if a.name == "group"), 1)
         dq, reshape = producer.get(conv.input[0]), producer.get(conv.input[1])
@@ -1059,13 +1076,15 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
                                        zero.reshape(-1)[:1].reshape(()), folded.astype(np.float32))):
             initializers.append((name, NUMPY_CODES[np.asarray(array).dtype], np.asarray(array)))
         divided = f"{stem}/per_channel_scaled"
-        nodes.insert(nodes.index(q), helper.make_node("Div", [q.input[0], names[0]], [divided], name=divided))
+        before[id(q)] = helper.make_node("Div", [q.input[0], names[0]], [divided], name=divided)
         for node, data in ((q, divided), (dq, dq.input[0])):
             node.input[:] = [data, names[1], names[2]]
             kept = [a for a in node.attribute if a.name != "axis"]
             del node.attribute[:]
             node.attribute.extend(kept)
         mul.input[side] = names[3]
+    if before:
+        nodes[:] = [m for n in nodes for m in ((before[id(n)], n) if id(n) in before else (n,))]
 
 
 def _float_weights_for_per_channel_inputs(nodes: list, initializers: list) -> None:

@@ -1,0 +1,147 @@
+"""The import's fast helpers against simple reference implementations, on a data-driven case table."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from converters.openvino_ir.rules.quantization import _per_axis
+
+
+def _per_axis_reference(full: np.ndarray):
+    """Every axis compared element by element on the full array."""
+    varying = [d for d in range(full.ndim) if full.shape[d] > 1 and not np.all(full == full.take([0], axis=d))]
+    if len(varying) > 1:
+        return None
+    if not varying:
+        return full.reshape(-1)[:1], None
+    index = [0] * full.ndim
+    index[varying[0]] = slice(None)
+    return full[tuple(index)], varying[0]
+
+
+def _broadcast(scale_shape, shape, transpose=None, reshape=None, values="random", dtype=np.float32):
+    def make(seed):
+        rng = np.random.default_rng(seed)
+        if values == "random":
+            scale = rng.random(scale_shape).astype(dtype)
+        elif values == "constant":
+            scale = np.full(scale_shape, 0.5, dtype)
+        else:  # a NaN among random values
+            scale = rng.random(scale_shape).astype(dtype)
+            scale.reshape(-1)[0] = np.nan
+        full = np.broadcast_to(scale, shape)
+        if transpose is not None:
+            full = full.transpose(transpose)
+        if reshape is not None:
+            full = full.reshape(reshape)
+        return full
+    return make
+
+
+# (id, builder of the array _per_axis sees)
+CASES = [
+    ("per_output_channel", _broadcast((8, 1, 1, 1), (8, 4, 3, 3))),
+    ("per_tensor", _broadcast((), (8, 4, 3, 3))),
+    ("per_tensor_same_values", _broadcast((8, 1, 1, 1), (8, 4, 3, 3), values="constant")),
+    ("per_column_matmul", _broadcast((1, 6), (5, 6))),
+    ("per_row_transposed", _broadcast((5, 1), (5, 6), transpose=(1, 0))),
+    ("grouped_reshaped", _broadcast((2, 3, 1, 1, 1), (2, 3, 1, 3, 3), reshape=(6, 1, 3, 3))),
+    ("reshape_merging_varying", _broadcast((4, 1), (4, 6), reshape=(2, 12))),
+    ("two_axes", _broadcast((4, 3, 1), (4, 3, 5))),
+    ("full_array_not_a_view", lambda seed: np.random.default_rng(seed).random((3, 4)).astype(np.float32)),
+    ("one_row_of_a_full_array", lambda seed: np.repeat(np.random.default_rng(seed).random((3, 1)), 4, 1)),
+    ("nan_per_channel", _broadcast((8, 1, 1, 1), (8, 4, 3, 3), values="nan")),
+    ("nan_per_tensor", _broadcast((1, 1), (4, 3), values="nan")),
+    ("integer_zero_point", lambda seed: np.broadcast_to(np.arange(5, dtype=np.int8).reshape(5, 1), (5, 7))),
+    ("integer_zeros", lambda seed: np.broadcast_to(np.zeros((), np.uint8), (3, 4, 2))),
+    ("empty_axis", _broadcast((3, 1), (3, 0))),
+    ("scalar", lambda seed: np.float32(2.0) + np.zeros((), np.float32)),
+]
+
+
+@pytest.mark.parametrize("case_id", [c[0] for c in CASES])
+def test_per_axis_matches_reference(case_id):
+    build = dict(CASES)[case_id]
+    for seed in range(3):
+        full = build(seed)
+        got, want = _per_axis(full), _per_axis_reference(full)
+        assert (got is None) == (want is None), case_id
+        if want is not None:
+            assert got[1] == want[1]
+            assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape
+            np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_graph_add_releases_the_source_of_a_copied_weight():
+    from converters.openvino_ir.rules.quantization import _Graph
+
+    released = []
+    graph = _Graph([], [], set(), released.append)
+    base = np.arange(24, dtype=np.int8).reshape(4, 6)
+    graph.add("kept", base)  # already contiguous: no copy, nothing released
+    graph.add("scale", np.broadcast_to(np.float32(1), (4, 6)))  # a copy of a broadcast scalar: not a weight
+    graph.add("transposed", base.T)
+    assert len(released) == 1 and np.shares_memory(released[0], base) and released[0].nbytes == base.nbytes
+    np.testing.assert_array_equal(graph.values["transposed"], base.T)
+    assert graph.values["transposed"].flags.c_contiguous
+
+
+def test_written_weights_release_mapped_pages_and_read_back(tmp_path, monkeypatch):
+    """convert's one pass: a deferred constant (a view of OpenVINO's memory-mapped .bin) has its pages dropped
+    once written; the file and a later read of the array (faulted in again) are unchanged."""
+    import onnx
+    import openvino as ov
+    import openvino.opset13 as op
+
+    from converters import model_io
+    from converters.openvino_ir import _importer, _types, import_ir
+
+    monkeypatch.setattr(_importer, "RELEASE_WRITTEN", True)
+
+    rng = np.random.default_rng(0)
+    x = op.parameter([2, 64], ov.Type.f32, name="x")
+    weight = rng.standard_normal((64, 256)).astype(np.float32)  # 64 KiB: whole pages of the mapping
+    xml = tmp_path / "model.xml"
+    ov.save_model(ov.Model([op.matmul(x, op.constant(weight), False, False)], [x], "m"), str(xml),
+                  compress_to_fp16=False)
+    released = []
+    original = _types.MappedPages.release
+    monkeypatch.setattr(_types.MappedPages, "release", lambda self, array: (released.append(array.nbytes),
+                                                                             original(self, array))[1])
+    weights = model_io.Weights()
+    model = import_ir(xml, defer=weights)
+    model_io.save_model(model, tmp_path / "deferred.onnx", weights=weights)
+    assert weight.nbytes in released
+    complete = import_ir(xml)
+    assert onnx.load(tmp_path / "deferred.onnx") == complete
+    assert weights.materialize(model) == complete
+
+
+def test_mapped_pages_released_in_merged_batches(tmp_path):
+    """Neighbouring arrays of one read-only file mapping are released by one madvise over their whole pages,
+    once BATCH bytes are pending; their values read back unchanged (faulted in again from the file)."""
+    from converters.openvino_ir._types import MappedPages
+
+    page = 4096
+    data = np.random.default_rng(0).integers(0, 255, 40 * page, dtype=np.uint8)
+    path = tmp_path / "weights.bin"
+    data.tofile(path)
+    mapped_file = np.memmap(path, dtype=np.uint8, mode="r")
+    pages = MappedPages()
+    pages.BATCH = 20 * page
+    calls = []
+    pages._read_mappings()
+    real = pages.madvise
+    pages.madvise = lambda address, length, advice: calls.append((address, length)) or real(address, length, advice)
+    pages.release(np.asarray(mapped_file[: 2 * page]))  # too small (under 4 pages): ignored
+    first, second = np.asarray(mapped_file[page + 100: 12 * page]), np.asarray(mapped_file[12 * page: 24 * page])
+    pages.release(second)
+    assert not calls  # 11 pages pending, under the batch
+    pages.release(first)
+    start = first.__array_interface__["data"][0]
+    assert calls == [(-(-start // page) * page, (start + first.nbytes + second.nbytes) // page * page
+                      - -(-start // page) * page)]
+    np.testing.assert_array_equal(mapped_file, data)
+    pages.release(np.zeros(8 * page, np.uint8))  # anonymous memory: never released
+    pages.flush()
+    assert len(calls) == 1
