@@ -541,24 +541,24 @@ def _length(name: str, producer: dict, values: dict) -> int | None:
 
 
 def _quantized_after(conv, readers: dict, values: dict) -> bool:
-    """Whether `conv`'s output reaches a QuantizeLinear through at most a bias Add and a Relu (the chain
-    onnxruntime fuses into QLinearConv once the bias is in the Conv and the Relu is absorbed by the zero point)."""
-    name = conv.output[0]
-    for allowed in ("Add", "Relu"):
+    """Whether `conv`'s output reaches a QuantizeLinear through at most a bias Add and then Relu / Clip (ReLU6)
+    nodes, each the only reader of the one before: the path onnxruntime's WeightBiasQuantization and QDQ Conv
+    fusion take (QLinearConv once the bias is in the Conv; a Relu or a Clip the quantized range lies within is
+    absorbed by the QuantizeLinear). Float weights on such a path onnxruntime re-quantizes per tensor."""
+    name, first = conv.output[0], True
+    while True:
         found = readers.get(name, [])
         if len(found) != 1:
             return False
         node = found[0]
         if node.op_type == "QuantizeLinear":
             return True
-        if node.op_type != allowed or (allowed == "Add" and not any(i in values for i in node.input)):
-            if node.op_type == "Relu" and allowed == "Add":
-                name = node.output[0]
-                break
+        bias = first and node.op_type == "Add" and any(i in values for i in node.input)
+        if not bias and node.op_type not in ("Relu", "Clip"):
             return False
-        name = node.output[0]
-    found = readers.get(name, [])
-    return len(found) == 1 and found[0].op_type == "QuantizeLinear"
+        if node.op_type == "Clip" and any(i and i not in values for i in node.input[1:]):
+            return False
+        name, first = node.output[0], False
 
 
 #: ops onnxruntime's QDQ propagation moves a DequantizeLinear across (they only select or move values, so the

@@ -1,0 +1,91 @@
+"""INT8 (QDQ form): convolutions followed by a ReLU6 (Clip) before their output FakeQuantize (mobilenet_v2) get
+nncf's per-channel int8 weights as DequantizeLinear, so onnxruntime's WeightBiasQuantization has nothing to
+re-quantize per tensor; values against OpenVINO CPU."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+ov = pytest.importorskip("openvino")
+ort = pytest.importorskip("onnxruntime")
+import openvino.opset13 as op  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+from converters.openvino_ir import import_ir  # noqa: E402
+
+pytestmark = pytest.mark.openvino
+CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
+
+
+def _limits(low_level, high_level, step, shape=()):
+    low, high = (np.full(shape, v, np.float32) for v in (low_level * step, high_level * step))
+    return [op.constant(v) for v in (low, high, low, high)]
+
+
+def _relu6_model(depthwise: bool, out_step: float, seed: int):
+    """x -> FakeQuantize (per channel with one zero point before a depthwise convolution, as nncf does) ->
+    Convolution / GroupConvolution 3x3 with nncf's int8 weights (Convert(i8) * per-channel scale) -> bias Add
+    -> Clamp(0, 6) -> FakeQuantize [0, 255 * out_step]."""
+    rng = np.random.default_rng(seed)
+    channels = 8
+    x = op.parameter([1, channels, 7, 7], ov.Type.f32, name="x")
+    if depthwise:
+        step = rng.uniform(0.005, 0.03, (1, channels, 1, 1)).astype(np.float32)
+        low, high = (-128 * step).astype(np.float32), (127 * step).astype(np.float32)
+        data = op.fake_quantize(x, *[op.constant(v) for v in (low, high, low, high)], 256)
+        q = rng.integers(-127, 128, (channels, 1, 1, 3, 3)).astype(np.int8)
+        # per-channel ranges far apart: a per-tensor re-quantization loses the small channels
+        scale = (np.geomspace(0.02, 4, channels).reshape(channels, 1, 1, 1, 1) / 127).astype(np.float32)
+        weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+        conv = op.group_convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1])
+    else:
+        data = op.fake_quantize(x, *_limits(-128, 127, 0.02), 256)
+        q = rng.integers(-127, 128, (channels, channels, 3, 3)).astype(np.int8)
+        scale = (np.geomspace(0.02, 4, channels).reshape(channels, 1, 1, 1) / 127 / 8).astype(np.float32)
+        weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+        conv = op.convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1])
+    biased = op.add(conv, op.constant(rng.uniform(-0.5, 1.5, (1, channels, 1, 1)).astype(np.float32)))
+    clamped = op.clamp(biased, 0.0, 6.0)
+    out = op.fake_quantize(clamped, *_limits(0, 255, out_step), 256)
+    return ov.Model([out], [x]), rng
+
+
+def _optimized(onnx_model, path):
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(path)
+    options.log_severity_level = 3
+    session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session, onnx.load(str(path)).graph
+
+
+@pytest.mark.parametrize("depthwise", [False, True], ids=["conv", "depthwise"])
+@pytest.mark.parametrize("out_step", [0.02, 0.03], ids=["clip_absorbed", "clip_kept"])
+def test_conv_clip_quantize_keeps_per_channel_int8_weights(tmp_path, depthwise, out_step):
+    """Conv -> bias -> Clip(0, 6) -> FakeQuantize: the Conv reads DequantizeLinear weights with one scale per
+    output channel, and no convolution onnxruntime runs has per-tensor weights (its WeightBiasQuantization
+    re-quantizes float weights on the path Conv -> Relu/Clip -> QuantizeLinear per tensor); within one output
+    level of OpenVINO CPU, mostly equal. With the quantized range [0, 7.65] wider than the Clip, onnxruntime
+    cannot drop the Clip: the values must stay right there too."""
+    model, rng = _relu6_model(depthwise, out_step, seed=3 + depthwise)
+    onnx_model = import_ir(model)
+    producer = {o: n for n in onnx_model.graph.node for o in n.output}
+    values = {t.name: numpy_helper.to_array(t) for t in onnx_model.graph.initializer}
+    [conv] = [n for n in onnx_model.graph.node if n.op_type == "Conv"]
+    weights = producer[conv.input[1]]
+    assert weights.op_type == "DequantizeLinear" and values[weights.input[1]].size == 8
+    assert len(conv.input) == 3  # the bias inside the Conv
+    session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
+    initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    fused = [n for n in graph.node if n.op_type == "QLinearConv"]
+    for node in fused:  # QLinearConv(x, x_scale, x_zp, w, w_scale, ...): per-channel weight scales
+        assert initializers[node.input[4]].size == 8
+    for node in graph.node:
+        if node.op_type == "Conv" and node.input[1] in initializers:  # a float Conv keeps the exact weights
+            assert len(np.unique(initializers[node.input[1]])) > 256
+    compiled = ov.Core().compile_model(model, "CPU", CONFIG)
+    for case in range(3):
+        x = np.random.default_rng(case).standard_normal((1, 8, 7, 7)).astype(np.float32)
+        got, want = session.run(None, {"x": x})[0], np.asarray(compiled({"x": x})[0])
+        np.testing.assert_allclose(got, want, rtol=0, atol=out_step * 1.01)  # one level at most (near-ties)
+        assert np.mean(got == want) > 0.95
