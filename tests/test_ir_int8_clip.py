@@ -89,3 +89,103 @@ def test_conv_clip_quantize_keeps_per_channel_int8_weights(tmp_path, depthwise, 
         got, want = session.run(None, {"x": x})[0], np.asarray(compiled({"x": x})[0])
         np.testing.assert_allclose(got, want, rtol=0, atol=out_step * 1.01)  # one level at most (near-ties)
         assert np.mean(got == want) > 0.95
+
+
+def _fq(node, step, low=0, high=255):
+    return op.fake_quantize(node, *_limits(low, high, step), 256)
+
+
+def _conv(data, rng, in_channels, out_channels, kernel=1, relu=True):
+    """nncf's int8 weights (Convert(i8) * per-channel scale), a bias Add and a Relu."""
+    q = rng.integers(-127, 128, (out_channels, in_channels, kernel, kernel)).astype(np.int8)
+    scale = (rng.uniform(0.3, 2, (out_channels, 1, 1, 1)) / 127 / in_channels).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    pad = [kernel // 2] * 2
+    conv = op.add(op.convolution(data, weights, [1, 1], pad, pad, [1, 1]),
+                  op.constant(rng.uniform(-0.2, 0.5, (1, out_channels, 1, 1)).astype(np.float32)))
+    return op.relu(conv) if relu else conv
+
+
+def _inception(unified: bool):
+    """x -> FakeQuantize -> two convolution branches, each FakeQuantized (the same limits when `unified`, as
+    nncf writes a Concat's inputs) -> Concat -> 1x1 convolution -> FakeQuantize; and Concat -> MaxPool -> 1x1
+    convolution -> FakeQuantize (googlenet's inception block)."""
+    rng = np.random.default_rng(8)
+    x = op.parameter([1, 4, 8, 8], ov.Type.f32, name="x")
+    data = _fq(x, 0.02, -128, 127)
+    branches = [_fq(_conv(data, rng, 4, 4, kernel), 0.01 if unified else 0.01 + 0.005 * kernel)
+                for kernel in (1, 3)]
+    joined = op.concat(branches, 1)
+    pooled = op.max_pool(joined, [1, 1], [1, 1], [1, 1], [1, 1], [3, 3]).output(0)
+    outs = [_fq(_conv(joined, rng, 8, 6), 0.01), _fq(_conv(pooled, rng, 8, 6), 0.01)]
+    return ov.Model(outs, [x])
+
+
+def _channel_shuffle():
+    """Two FakeQuantized branches -> Concat -> Reshape [1, 2, 4, 6, 6] -> Transpose -> Reshape -> Split in two
+    -> a convolution on each half -> FakeQuantize (shufflenet's channel shuffle)."""
+    rng = np.random.default_rng(9)
+    x = op.parameter([1, 4, 6, 6], ov.Type.f32, name="x")
+    data = _fq(x, 0.02, -128, 127)
+    joined = op.concat([_fq(_conv(data, rng, 4, 4, kernel), 0.01) for kernel in (1, 3)], 1)
+    grouped = op.reshape(joined, op.constant(np.int64([1, 2, 4, 6, 6])), False)
+    shuffled = op.reshape(op.transpose(grouped, op.constant(np.int64([0, 2, 1, 3, 4]))),
+                          op.constant(np.int64([1, 8, 6, 6])), False)
+    halves = op.split(shuffled, op.constant(np.int64(1)), 2)
+    outs = [_fq(_conv(halves.output(i), rng, 4, 4, 3), 0.01) for i in range(2)]
+    return ov.Model(outs, [x])
+
+
+def _check_against_openvino(model, session, step=0.01):
+    compiled = ov.Core().compile_model(model, "CPU", CONFIG)
+    shape = list(model.inputs[0].get_shape())
+    for case in range(3):
+        x = np.random.default_rng(case).standard_normal(shape).astype(np.float32)
+        want = [np.asarray(v) for v in compiled({"x": x}).values()]
+        for got, expected in zip(session.run(None, {"x": x}), want):
+            np.testing.assert_allclose(got, expected, rtol=0, atol=step * 1.01)  # one level at most
+            assert np.mean(got == expected) > 0.95
+
+
+@pytest.mark.parametrize("build", [lambda: _inception(True), _channel_shuffle], ids=["inception", "shuffle"])
+def test_convs_after_concat_and_split_run_on_integers(tmp_path, build):
+    """The Concat of same-limit FakeQuantize outputs, the MaxPool / Reshape / Transpose / Split after it run on
+    the uint8 values with a DequantizeLinear after: every convolution reads a DequantizeLinear, gets nncf's
+    per-channel int8 weights, and onnxruntime runs all of them as QLinearConv (none float, no per-tensor
+    weights); the values stay within a level of OpenVINO CPU."""
+    model = build()
+    onnx_model = import_ir(model)
+    producer = {o: n for n in onnx_model.graph.node for o in n.output}
+    for node in onnx_model.graph.node:
+        if node.op_type in ("Concat", "Split", "MaxPool", "Transpose"):
+            assert producer[node.input[0]].op_type != "DequantizeLinear", node.op_type
+        if node.op_type == "Conv":
+            assert producer[node.input[1]].op_type == "DequantizeLinear"
+    session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
+    initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    fused = [n for n in graph.node if n.op_type == "QLinearConv"]
+    assert len(fused) == 4 and not [n for n in graph.node if n.op_type in ("Conv", "FusedConv")]
+    assert all(initializers[n.input[4]].size > 1 for n in fused)
+    _check_against_openvino(model, session)
+
+
+def test_concat_of_different_limits_stays_float(tmp_path):
+    """Concat inputs quantized with different limits: no integer Concat (one scale cannot hold both); the
+    convolutions after it keep float weights, run as float convolutions: the same values as the graph without
+    onnxruntime's optimisation, within a level of OpenVINO CPU."""
+    model = _inception(False)
+    onnx_model = import_ir(model)
+    [concat] = [n for n in onnx_model.graph.node if n.op_type == "Concat"]
+    producer = {o: n for n in onnx_model.graph.node for o in n.output}
+    assert all(producer[i].op_type == "DequantizeLinear" for i in concat.input)
+    session, _ = _optimized(onnx_model, tmp_path / "optimized.onnx")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    unfused = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    compiled = ov.Core().compile_model(model, "CPU", CONFIG)
+    for case in range(3):
+        x = np.random.default_rng(case).standard_normal((1, 4, 8, 8)).astype(np.float32)
+        want = [np.asarray(v) for v in compiled({"x": x}).values()]
+        for got, semantics, expected in zip(session.run(None, {"x": x}), unfused.run(None, {"x": x}), want):
+            assert np.mean(got == semantics) > 0.99
+            np.testing.assert_allclose(got, expected, rtol=0, atol=0.01 * 1.01)

@@ -702,6 +702,7 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
     keep = set(outputs) | _outer_reads(nodes)
     _depthwise_per_tensor(nodes, initializers, keep)
     _float_weights_for_per_channel_inputs(nodes, initializers)
+    _integer_data_movement(nodes, initializers, keep)
     graph = _Graph(nodes, initializers, keep)
     rewritten, dead = 0, set()
     for mul in [n for n in nodes if n.op_type == "Mul"]:
@@ -741,6 +742,56 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
     _conv_bias(nodes, initializers, keep)
     _space_to_depth(nodes, initializers, keep, _static_shapes(inputs))
     return rewritten
+
+
+#: data movement run on the quantized values by _integer_data_movement: each output value is one of the input
+#: values (or their maximum), so it commutes with a per-tensor DequantizeLinear (an increasing map)
+_INTEGER_MOVEMENT = ("Concat", "Split", "MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze")
+
+
+def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
+    """Concat / Split / MaxPool / Reshape / Transpose / Squeeze / Unsqueeze whose data inputs are all
+    per-tensor DequantizeLinear outputs with the same scale and zero point (nncf unifies the scales of a
+    Concat's inputs) run on the quantized values, a DequantizeLinear after each output: the same values, and
+    the convolutions after an inception Concat or a channel shuffle (Concat -> Reshape -> Transpose -> Reshape
+    -> Split) read a DequantizeLinear, which onnxruntime fuses into integer kernels (its own QDQ propagation
+    crosses single-input ops only)."""
+    from onnx import helper
+
+    values = {name: array for name, _, array in initializers}
+    producer = {out: n for n in nodes for out in n.output}
+
+    def parameters(dq):
+        if dq is None or dq.op_type != "DequantizeLinear" or len(dq.input) < 3 \
+                or any(a.name in ("axis", "block_size") for a in dq.attribute):
+            return None
+        scale, zero = values.get(dq.input[1]), values.get(dq.input[2])
+        if scale is None or zero is None or scale.size != 1 or zero.size != 1 or not scale.reshape(-1)[0] > 0:
+            return None
+        return float(scale.reshape(-1)[0]), int(zero.reshape(-1)[0]), zero.dtype
+
+    for node in list(nodes):
+        if node.op_type not in _INTEGER_MOVEMENT or any(o in keep for o in node.output):
+            continue
+        data = list(node.input) if node.op_type == "Concat" else node.input[:1]
+        sources = [producer.get(name) for name in data]
+        found = [parameters(dq) for dq in sources]
+        if not found or None in found or len(set(found)) != 1:
+            continue
+        dq = sources[0]
+        for index, name in enumerate(node.input):
+            if name in data:
+                node.input[index] = producer[name].input[0]
+        at = nodes.index(node) + 1
+        for index, name in enumerate(node.output):
+            if not name:
+                continue
+            node.output[index] = f"{name}/quantized"
+            after = helper.make_node("DequantizeLinear", [node.output[index], dq.input[1], dq.input[2]], [name],
+                                     name=f"{name}/DequantizeLinear")
+            nodes.insert(at, after)
+            producer[name] = after
+            at += 1
 
 
 def _classifier_as_integer_matmul(graph: _Graph, weights: _Weights) -> bool:
