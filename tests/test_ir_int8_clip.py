@@ -189,3 +189,34 @@ def test_concat_of_different_limits_stays_float(tmp_path):
         for got, semantics, expected in zip(session.run(None, {"x": x}), unfused.run(None, {"x": x}), want):
             assert np.mean(got == semantics) > 0.99
             np.testing.assert_allclose(got, expected, rtol=0, atol=0.01 * 1.01)
+
+
+def test_classifier_after_global_mean_runs_on_integers(tmp_path):
+    """Conv -> Relu -> FakeQuantize -> ReduceMean over H, W (no kept dims) -> FakeQuantize -> MatMul by
+    FakeQuantized constant weights -> bias Add (shufflenet's head): the 2-D MatMul + Add is lifted to 3-D, so
+    onnxruntime runs MatMulIntegerToFloat instead of a float Gemm dequantizing the weights on every call."""
+    rng = np.random.default_rng(10)
+    x = op.parameter([1, 4, 6, 6], ov.Type.f32, name="x")
+    features = _fq(_conv(_fq(x, 0.02, -128, 127), rng, 4, 16, 3), 0.01)
+    pooled = _fq(op.reduce_mean(features, op.constant(np.int64([2, 3])), False), 0.005)
+    weights = rng.uniform(-1, 1, (16, 10)).astype(np.float32)
+    limits = [np.float32(-1.0), np.float32(1.0)] * 2
+    quantized = op.fake_quantize(op.constant(weights), *[op.constant(v) for v in limits], 255)
+    out = op.add(op.matmul(pooled, quantized, False, False), op.constant(rng.standard_normal(10).astype(np.float32)))
+    model = ov.Model([out], [x])
+    onnx_model = import_ir(model)
+    session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
+    ops = [n.op_type for n in graph.node]
+    assert "MatMulIntegerToFloat" in ops and "Gemm" not in ops and "MatMul" not in ops
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    unfused = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    compiled = ov.Core().compile_model(model, "CPU", CONFIG)
+    for case in range(3):
+        feeds = {"x": np.random.default_rng(case).standard_normal((1, 4, 6, 6)).astype(np.float32)}
+        got, want = session.run(None, feeds)[0], np.asarray(compiled(feeds)[0])
+        assert got.shape == want.shape == (1, 10)
+        # the unfused graph's float sums: the same up to their rounding (MatMulIntegerToFloat sums exactly)
+        np.testing.assert_allclose(got, unfused.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+        # OpenVINO: a pooled value a level (0.005) apart near a tie moves an output by at most 0.005 * |w|
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.005 * 1.01 * np.abs(weights).max() * 16)
