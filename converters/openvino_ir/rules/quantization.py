@@ -756,8 +756,11 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=()) 
 
 
 #: data movement run on the quantized values by _integer_data_movement: each output value is one of the input
-#: values (or their maximum), so it commutes with a per-tensor DequantizeLinear (an increasing map)
-_INTEGER_MOVEMENT = ("Concat", "Split", "MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze")
+#: values (or their maximum), so it commutes with a per-tensor DequantizeLinear (an increasing map). The
+#: single-input reshapes only continue a chain a Concat / Split / MaxPool started (onnxruntime's own QDQ
+#: propagation crosses them; transformers' attention reshapes stay as the FakeQuantize rule wrote them)
+_INTEGER_MOVEMENT = ("Concat", "Split", "MaxPool")
+_INTEGER_RESHAPES = ("Reshape", "Transpose", "Squeeze", "Unsqueeze")
 
 
 def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
@@ -781,9 +784,15 @@ def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
             return None
         return float(scale.reshape(-1)[0]), int(zero.reshape(-1)[0]), zero.dtype
 
+    ours = set()  # the DequantizeLinear nodes written here
     for node in list(nodes):
-        if node.op_type not in _INTEGER_MOVEMENT or any(o in keep for o in node.output):
+        if any(o in keep for o in node.output) or not (
+                node.op_type in _INTEGER_MOVEMENT
+                or node.op_type in _INTEGER_RESHAPES and id(producer.get(node.input[0])) in ours):
             continue
+        if node.op_type == "MaxPool" and (len(node.output) != 1 or any(
+                a.name == "kernel_shape" and len(a.ints) != 2 for a in node.attribute)):
+            continue  # (onnxruntime's 8-bit MaxPool is 2-D, without indices)
         data = list(node.input) if node.op_type == "Concat" else node.input[:1]
         sources = [producer.get(name) for name in data]
         found = [parameters(dq) for dq in sources]
@@ -802,6 +811,7 @@ def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
                                      name=f"{name}/DequantizeLinear")
             nodes.insert(at, after)
             producer[name] = after
+            ours.add(id(after))
             at += 1
 
 
