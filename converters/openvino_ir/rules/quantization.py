@@ -16,7 +16,8 @@ zero point: input range == output range, input_high > input_low, the limits vary
 levels < 256), constant weights an int8 initializer holding the integer levels computed with the reference
 formula + DequantizeLinear, so onnxruntime's QDQ fusions run integer convolutions and matmuls;
 dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take
-(moves the per-channel input scales of depthwise convolutions into their weights, writes a 1x1
+(moves the per-channel input scales of depthwise convolutions into their weights, runs a Concat / Split /
+MaxPool of same-scale quantized data, and the reshapes after it, on the uint8 values, writes a 1x1
 convolution whose output is not quantized, with its bias, as a channels-last com.microsoft
 MatMulIntegerToFloat, a classifier head as a 3-D MatMul onnxruntime runs on integers, and a strided stem
 convolution of few channels on SpaceToDepth); a quantized spatial mean of quantized data (squeeze-excitation)
