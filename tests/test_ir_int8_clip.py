@@ -220,3 +220,42 @@ def test_classifier_after_global_mean_runs_on_integers(tmp_path):
         np.testing.assert_allclose(got, unfused.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
         # OpenVINO: a pooled value a level (0.005) apart near a tie moves an output by at most 0.005 * |w|
         np.testing.assert_allclose(got, want, rtol=0, atol=0.005 * 1.01 * np.abs(weights).max() * 16)
+
+
+def _expand_relu6_depthwise():
+    """x -> FakeQuantize -> 1x1 Conv (nncf's int8 weights) -> bias -> Clamp(0, 6) -> FakeQuantize per channel,
+    zero point 0, the top of every channel's range <= 6 (nncf before a depthwise convolution) -> depthwise 3x3
+    -> bias -> FakeQuantize (mobilenet_v2's inverted residual)."""
+    rng = np.random.default_rng(11)
+    x = op.parameter([1, 4, 6, 6], ov.Type.f32, name="x")
+    expanded = op.clamp(_conv(_fq(x, 0.02, -128, 127), rng, 4, 8, relu=False), 0.0, 6.0)
+    step = (np.float32(6.0) / 255 * rng.uniform(0.3, 1, (1, 8, 1, 1))).astype(np.float32)
+    step[0, 0] = np.float32(6.0) / 255
+    low, high = np.zeros_like(step), (255 * step).astype(np.float32)
+    data = op.fake_quantize(expanded, *[op.constant(v) for v in (low, high, low, high)], 256)
+    q = rng.integers(-127, 128, (8, 1, 1, 3, 3)).astype(np.int8)
+    scale = (rng.uniform(0.5, 2, (8, 1, 1, 1, 1)) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    conv = op.group_convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1])
+    biased = op.add(conv, op.constant(rng.uniform(-0.5, 0.5, (1, 8, 1, 1)).astype(np.float32)))
+    return ov.Model([_fq(biased, 0.02, -128, 127)], [x])
+
+
+@pytest.mark.parametrize("fold", [False, True], ids=["default", "fold_redundant_clip"])
+def test_expansion_before_depthwise_input_scale(tmp_path, monkeypatch, fold):
+    """The 1x1 expansion whose ReLU6 output feeds a depthwise convolution's per-channel input scale: by
+    default the channels-last integer MatMul with Clip, Div and QuantizeLinear after it; with
+    FOLD_REDUNDANT_CLIP the Clip (no level changes) goes and the Div moves into the weights and bias, so both
+    convolutions run as QLinearConv. Within a level of OpenVINO CPU either way."""
+    from converters.openvino_ir.rules import quantization
+
+    monkeypatch.setattr(quantization, "FOLD_REDUNDANT_CLIP", fold)
+    model = _expand_relu6_depthwise()
+    onnx_model = import_ir(model)
+    ops = [n.op_type for n in onnx_model.graph.node]
+    assert ("Clip" in ops) != fold and ("Div" in ops) != fold
+    session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
+    fused = [n.op_type for n in graph.node]
+    assert fused.count("QLinearConv") == (2 if fold else 1)
+    assert ("MatMulIntegerToFloat" in fused) != fold
+    _check_against_openvino(model, session, step=0.02)
