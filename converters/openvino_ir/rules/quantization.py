@@ -16,7 +16,8 @@ zero point: input range == output range, input_high > input_low, the limits vary
 levels < 256), constant weights an int8 initializer holding the integer levels computed with the reference
 formula + DequantizeLinear, so onnxruntime's QDQ fusions run integer convolutions and matmuls;
 dequantized_weights() below puts nncf's own int8 weights and Conv biases into the shapes those fusions take
-(moves the per-channel input scales of depthwise convolutions into their weights, writes a 1x1
+(moves the per-channel input scales of depthwise convolutions into their weights, runs a Concat / Split /
+MaxPool of same-scale quantized data, and the reshapes after it, on the uint8 values, writes a 1x1
 convolution whose output is not quantized, with its bias, as a channels-last com.microsoft
 MatMulIntegerToFloat, a classifier head as a 3-D MatMul onnxruntime runs on integers, a strided stem
 convolution of few channels on SpaceToDepth, and merges narrow groups of a grouped convolution); a quantized
@@ -521,6 +522,10 @@ def _per_axis(full: np.ndarray) -> tuple[np.ndarray, int | None] | None:
     return full[tuple(index)], varying[0]
 
 
+#: reductions whose output rank _rank derives (axes as a constant input, keepdims 0)
+_REDUCE = ("ReduceMean", "ReduceMax")
+
+
 def _rank(name: str, producer: dict, values: dict) -> int | None:
     """Rank of ONNX value `name` when the nodes before it tell (a Reshape to a shape of known length), else
     None."""
@@ -530,6 +535,12 @@ def _rank(name: str, producer: dict, values: dict) -> int | None:
             return None
         if node.op_type == "Reshape":
             return _length(node.input[1], producer, values)
+        if node.op_type in ("Conv", "MaxPool") and any(a.name == "strides" for a in node.attribute):
+            return 2 + len(next(a.ints for a in node.attribute if a.name == "strides"))
+        if node.op_type in _REDUCE and len(node.input) > 1 and node.input[1] in values \
+                and any(a.name == "keepdims" and a.i == 0 for a in node.attribute):
+            rank = _rank(node.input[0], producer, values)  # a global pool written as a mean: [N, C]
+            return None if rank is None else rank - int(values[node.input[1]].size)
         if node.op_type not in ("QuantizeLinear", "DequantizeLinear", "Relu", "Clip"):
             return None
         name = node.input[0]
@@ -551,24 +562,24 @@ def _length(name: str, producer: dict, values: dict) -> int | None:
 
 
 def _quantized_after(conv, readers: dict, values: dict) -> bool:
-    """Whether `conv`'s output reaches a QuantizeLinear through at most a bias Add and a Relu (the chain
-    onnxruntime fuses into QLinearConv once the bias is in the Conv and the Relu is absorbed by the zero point)."""
-    name = conv.output[0]
-    for allowed in ("Add", "Relu"):
+    """Whether `conv`'s output reaches a QuantizeLinear through at most a bias Add and then Relu / Clip (ReLU6)
+    nodes, each the only reader of the one before: the path onnxruntime's WeightBiasQuantization and QDQ Conv
+    fusion take (QLinearConv once the bias is in the Conv; a Relu or a Clip the quantized range lies within is
+    absorbed by the QuantizeLinear). Float weights on such a path onnxruntime re-quantizes per tensor."""
+    name, first = conv.output[0], True
+    while True:
         found = readers.get(name, [])
         if len(found) != 1:
             return False
         node = found[0]
         if node.op_type == "QuantizeLinear":
             return True
-        if node.op_type != allowed or (allowed == "Add" and not any(i in values for i in node.input)):
-            if node.op_type == "Relu" and allowed == "Add":
-                name = node.output[0]
-                break
+        bias = first and node.op_type == "Add" and any(i in values for i in node.input)
+        if not bias and node.op_type not in ("Relu", "Clip"):
             return False
-        name = node.output[0]
-    found = readers.get(name, [])
-    return len(found) == 1 and found[0].op_type == "QuantizeLinear"
+        if node.op_type == "Clip" and any(i and i not in values for i in node.input[1:]):
+            return False
+        name, first = node.output[0], False
 
 
 #: ops onnxruntime's QDQ propagation moves a DequantizeLinear across (they only select or move values, so the
@@ -720,7 +731,10 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), 
     keep = set(outputs) | _outer_reads(nodes)
     _patches_as_pointwise(nodes, initializers, keep, _static_shapes(inputs))
     _depthwise_per_tensor(nodes, initializers, keep)
+    if FOLD_REDUNDANT_CLIP:
+        _redundant_clip_scale_into_conv(nodes, initializers, keep)
     _float_weights_for_per_channel_inputs(nodes, initializers)
+    _integer_data_movement(nodes, initializers, keep)
     graph = _Graph(nodes, initializers, keep, release)
     rewritten, dead, replaced = 0, set(), {}
     for mul in [n for n in nodes if n.op_type == "Mul"]:
@@ -758,9 +772,70 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), 
         rewritten += 1
     nodes[:] = [replaced.get(id(n), n) for n in nodes if id(n) not in dead]
     _conv_bias(nodes, initializers, keep)
+    _dequantized_classifiers_as_3d(_Graph(nodes, initializers, keep))
     _space_to_depth(nodes, initializers, keep, _static_shapes(inputs))
     _wider_groups(nodes, initializers, keep)
     return rewritten
+
+
+#: data movement run on the quantized values by _integer_data_movement: each output value is one of the input
+#: values (or their maximum), so it commutes with a per-tensor DequantizeLinear (an increasing map). The
+#: single-input reshapes only continue a chain a Concat / Split / MaxPool started (onnxruntime's own QDQ
+#: propagation crosses them; transformers' attention reshapes stay as the FakeQuantize rule wrote them)
+_INTEGER_MOVEMENT = ("Concat", "Split", "MaxPool")
+_INTEGER_RESHAPES = ("Reshape", "Transpose", "Squeeze", "Unsqueeze")
+
+
+def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
+    """Concat / Split / MaxPool / Reshape / Transpose / Squeeze / Unsqueeze whose data inputs are all
+    per-tensor DequantizeLinear outputs with the same scale and zero point (nncf unifies the scales of a
+    Concat's inputs) run on the quantized values, a DequantizeLinear after each output: the same values, and
+    the convolutions after an inception Concat or a channel shuffle (Concat -> Reshape -> Transpose -> Reshape
+    -> Split) read a DequantizeLinear, which onnxruntime fuses into integer kernels (its own QDQ propagation
+    crosses single-input ops only)."""
+    from onnx import helper
+
+    values = {name: array for name, _, array in initializers}
+    producer = {out: n for n in nodes for out in n.output}
+
+    def parameters(dq):
+        if dq is None or dq.op_type != "DequantizeLinear" or len(dq.input) < 3 \
+                or any(a.name in ("axis", "block_size") for a in dq.attribute):
+            return None
+        scale, zero = values.get(dq.input[1]), values.get(dq.input[2])
+        if scale is None or zero is None or scale.size != 1 or zero.size != 1 or not scale.reshape(-1)[0] > 0:
+            return None
+        return float(scale.reshape(-1)[0]), int(zero.reshape(-1)[0]), zero.dtype
+
+    ours = set()  # the DequantizeLinear nodes written here
+    for node in list(nodes):
+        if any(o in keep for o in node.output) or not (
+                node.op_type in _INTEGER_MOVEMENT
+                or node.op_type in _INTEGER_RESHAPES and id(producer.get(node.input[0])) in ours):
+            continue
+        if node.op_type == "MaxPool" and (len(node.output) != 1 or any(
+                a.name == "kernel_shape" and len(a.ints) != 2 for a in node.attribute)):
+            continue  # (onnxruntime's 8-bit MaxPool is 2-D, without indices)
+        data = list(node.input) if node.op_type == "Concat" else node.input[:1]
+        sources = [producer.get(name) for name in data]
+        found = [parameters(dq) for dq in sources]
+        if not found or None in found or len(set(found)) != 1:
+            continue
+        dq = sources[0]
+        for index, name in enumerate(node.input):
+            if name in data:
+                node.input[index] = producer[name].input[0]
+        at = nodes.index(node) + 1
+        for index, name in enumerate(node.output):
+            if not name:
+                continue
+            node.output[index] = f"{name}/quantized"
+            after = helper.make_node("DequantizeLinear", [node.output[index], dq.input[1], dq.input[2]], [name],
+                                     name=f"{name}/DequantizeLinear")
+            nodes.insert(at, after)
+            producer[name] = after
+            ours.add(id(after))
+            at += 1
 
 
 def _classifier_as_integer_matmul(graph: _Graph, weights: _Weights) -> bool:
@@ -803,6 +878,43 @@ def _classifier_as_integer_matmul(graph: _Graph, weights: _Weights) -> bool:
     graph.nodes.insert(graph.nodes.index(add) + 1, helper.make_node(
         "Squeeze", [add.output[0], names[3]], [result], name=f"{stem}/output_2d"))
     return True
+
+
+def _dequantized_classifiers_as_3d(graph: _Graph) -> None:
+    """A 2-D MatMul of quantized data by a DequantizeLinear of an int8 initializer [K, N] (weights nncf
+    FakeQuantized rather than compressed: the FakeQuantize rule wrote them so) + a bias Add -> the same 3-D form
+    as _classifier_as_integer_matmul (Unsqueeze, MatMul, Add of the bias as [1, 1, N], Squeeze): left 2-D,
+    onnxruntime makes a float Gemm of it and dequantizes the weights on every call (shufflenet's classifier
+    after its global mean: 29% of the model's time)."""
+    from onnx import helper
+
+    for matmul in [n for n in graph.nodes if n.op_type == "MatMul"]:
+        weights = graph.producer.get(matmul.input[1])
+        if weights is None or weights.op_type != "DequantizeLinear" or matmul.output[0] in graph.keep \
+                or graph.values.get(weights.input[0], np.zeros((0,))).ndim != 2 \
+                or graph.values[weights.input[0]].dtype != np.int8 \
+                or _rank(matmul.input[0], graph.producer, graph.values) != 2:
+            continue
+        columns = graph.values[weights.input[0]].shape[1]
+        data = _dequantized_input(matmul.input[0], graph.producer)
+        add = graph.only_reader(matmul.output[0])
+        if data is None or graph.values.get(data.input[1], np.ones(2)).size != 1 or add is None \
+                or add.op_type != "Add" or any(a.name == "axis" and a.i not in (1, -1) for a in weights.attribute):
+            continue
+        other = add.input[1] if add.input[0] == matmul.output[0] else add.input[0]
+        bias = graph.values.get(other)
+        if bias is None or bias.dtype != np.float32 or bias.shape not in ((columns,), (1, columns)):
+            continue
+        stem = matmul.name or matmul.output[0]
+        outer, lifted, result = graph.add(f"{stem}/outer_axis", np.array([0], np.int64)), f"{stem}/input_3d", \
+            add.output[0]
+        graph.nodes.insert(graph.nodes.index(matmul), helper.make_node(
+            "Unsqueeze", [matmul.input[0], outer], [lifted], name=lifted))
+        matmul.input[0] = lifted
+        add.input[:] = [matmul.output[0], graph.add(f"{stem}/bias_3d", bias.reshape(1, 1, -1))]
+        add.output[0] = f"{stem}/output_3d"
+        graph.nodes.insert(graph.nodes.index(add) + 1, helper.make_node(
+            "Squeeze", [add.output[0], outer], [result], name=f"{stem}/output_2d"))
 
 
 def _dequantize_node(inputs: list, output: str, name: str, axis):
@@ -1085,6 +1197,87 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
         mul.input[side] = names[3]
     if before:
         nodes[:] = [m for n in nodes for m in ((before[id(n)], n) if id(n) in before else (n,))]
+
+
+#: _redundant_clip_scale_into_conv on (measured on mobilenet_v2-int8, loaded machine: 0.51x the time, 0.99x
+#: OpenVINO CPU's, but 1.65e-1 from the f64 semantics against 1.52e-1 without it and OpenVINO's 1.45e-1 —
+#: 17 more integer convolutions, each with QLinearConv's rounded int32 bias): off, as the INT8 form may not
+#: move further from the semantics than OpenVINO's int8 execution (docs/performance.md, INT8 fix 5)
+FOLD_REDUNDANT_CLIP = False
+
+
+def _redundant_clip_scale_into_conv(nodes: list, initializers: list, keep: set) -> None:
+    """Conv (nncf's weights Mul(int8 chain, per-channel scale)) [-> bias Add] -> Clip(lo, hi) -> Div(s_c) ->
+    QuantizeLinear(S, z) (mobilenet_v2: a ReLU6 before the next depthwise convolution's per-channel input
+    scale, as _depthwise_per_tensor writes it), where the Clip changes no quantized level — QuantizeLinear
+    maps lo / s_c to level 0 and hi / s_c to level 255 in every channel, so values beyond the Clip saturate
+    there anyway — becomes Conv with weight scales s_w / s_c and bias b / s_c -> QuantizeLinear: the same levels
+    (each scale rounded once more, as the depthwise folding), and onnxruntime runs one QLinearConv instead of
+    an integer MatMul, Clip, Div and QuantizeLinear on float data."""
+    values = {name: array for name, _, array in initializers}
+    producer = {out: n for n in nodes for out in n.output}
+    readers: dict[str, list] = {}
+    for n in nodes:
+        for name in n.input:
+            readers.setdefault(name, []).append(n)
+
+    def after(node, op_type):
+        found = readers.get(node.output[0], [])
+        return found[0] if len(found) == 1 and found[0].op_type == op_type and node.output[0] not in keep else None
+
+    dead = set()
+    for div in [n for n in nodes if n.op_type == "Div"]:
+        clip, channels = producer.get(div.input[0]), values.get(div.input[1])
+        quantize = after(div, "QuantizeLinear")
+        if clip is None or clip.op_type != "Clip" or after(clip, "Div") is not div or quantize is None \
+                or channels is None or channels.ndim != 4 or channels.dtype != np.float32 \
+                or len(clip.input) != 3 or any(i not in values for i in clip.input[1:]) \
+                or any(i not in values for i in quantize.input[1:3]) or len(quantize.input) < 3:
+            continue
+        scale, zero = values[quantize.input[1]], values[quantize.input[2]]
+        if scale.size != 1 or zero.size != 1 or zero.dtype != np.uint8 or not np.all(channels > 0):
+            continue
+        low, high = (np.float32(values[i]) for i in clip.input[1:])
+        step, point = np.float32(scale.reshape(-1)[0]), int(zero.reshape(-1)[0])
+        if np.any(np.round(low / channels / step) + point > 0) or np.any(np.round(high / channels / step) + point < 255):
+            continue  # the Clip changes some level
+        bias = producer.get(clip.input[0])
+        conv = producer.get(bias.input[0]) if bias is not None and bias.op_type == "Add" else bias
+        if bias is conv:
+            bias = None
+        if conv is None or conv.op_type != "Conv" or len(conv.input) != 2 \
+                or (after(conv, "Add") if bias is not None else after(conv, "Clip")) is not (bias or clip) \
+                or (bias is not None and after(bias, "Clip") is not clip):
+            continue
+        count = channels.size
+        if channels.shape != (1, count, 1, 1):
+            continue
+        mul = producer.get(conv.input[1])
+        if mul is None or mul.op_type != "Mul" or len(readers.get(mul.output[0], [])) != 1:
+            continue
+        side = next((i for i in (0, 1) if values.get(mul.input[i]) is not None
+                     and values[mul.input[i]].dtype == np.float32), None)
+        if side is None or values[mul.input[side]].ndim != 4 or values[mul.input[side]].shape[0] not in (1, count) \
+                or any(d != 1 for d in values[mul.input[side]].shape[1:]):
+            continue
+        constant = None
+        if bias is not None:
+            other = 1 if bias.input[0] == conv.output[0] else 0
+            constant = values.get(bias.input[other])
+            if constant is None or constant.dtype != np.float32 or constant.size != count \
+                    or constant.shape not in ((count,), (1, count, 1, 1)):
+                continue
+        stem = conv.name or conv.output[0]
+        folded = (values[mul.input[side]] / channels.reshape(count, 1, 1, 1)).astype(np.float32)
+        initializers.append((f"{stem}/scale_by_input_scale", TensorProto.FLOAT, folded))
+        mul.input[side] = f"{stem}/scale_by_input_scale"
+        if bias is not None:
+            scaled = (constant.reshape(1, count, 1, 1) / channels).astype(np.float32)
+            initializers.append((f"{stem}/bias_by_input_scale", TensorProto.FLOAT, scaled))
+            bias.input[other] = f"{stem}/bias_by_input_scale"
+        quantize.input[0] = clip.input[0]
+        dead.update((id(clip), id(div)))
+    nodes[:] = [n for n in nodes if id(n) not in dead]
 
 
 def _float_weights_for_per_channel_inputs(nodes: list, initializers: list) -> None:
