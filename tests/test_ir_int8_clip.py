@@ -222,15 +222,18 @@ def test_classifier_after_global_mean_runs_on_integers(tmp_path):
         np.testing.assert_allclose(got, want, rtol=0, atol=0.005 * 1.01 * np.abs(weights).max() * 16)
 
 
-def _expand_relu6_depthwise():
+def _expand_relu6_depthwise(wide_channel: bool = False):
     """x -> FakeQuantize -> 1x1 Conv (nncf's int8 weights) -> bias -> Clamp(0, 6) -> FakeQuantize per channel,
-    zero point 0, the top of every channel's range <= 6 (nncf before a depthwise convolution) -> depthwise 3x3
-    -> bias -> FakeQuantize (mobilenet_v2's inverted residual)."""
+    zero point 0, the top of every channel's range <= 6 (nncf before a depthwise convolution; `wide_channel`:
+    one channel's top at 12, so the Clamp changes its levels) -> depthwise 3x3 -> bias -> FakeQuantize
+    (mobilenet_v2's inverted residual)."""
     rng = np.random.default_rng(11)
     x = op.parameter([1, 4, 6, 6], ov.Type.f32, name="x")
     expanded = op.clamp(_conv(_fq(x, 0.02, -128, 127), rng, 4, 8, relu=False), 0.0, 6.0)
     step = (np.float32(6.0) / 255 * rng.uniform(0.3, 1, (1, 8, 1, 1))).astype(np.float32)
     step[0, 0] = np.float32(6.0) / 255
+    if wide_channel:
+        step[0, 1] = np.float32(12.0) / 255
     low, high = np.zeros_like(step), (255 * step).astype(np.float32)
     data = op.fake_quantize(expanded, *[op.constant(v) for v in (low, high, low, high)], 256)
     q = rng.integers(-127, 128, (8, 1, 1, 3, 3)).astype(np.int8)
@@ -241,21 +244,54 @@ def _expand_relu6_depthwise():
     return ov.Model([_fq(biased, 0.02, -128, 127)], [x])
 
 
-@pytest.mark.parametrize("fold", [False, True], ids=["default", "fold_redundant_clip"])
-def test_expansion_before_depthwise_input_scale(tmp_path, monkeypatch, fold):
+#: (FOLD_CLIP_DIV_INTO_SCALES, FOLD_REDUNDANT_CLIP) -> (Clip and Div left, QLinearConv count)
+_EXPANSION_FORMS = {"default": ((True, False), (False, 1)), "unfolded": ((False, False), (True, 1)),
+                    "fold_redundant_clip": ((False, True), (False, 2))}
+
+
+@pytest.mark.parametrize("form", list(_EXPANSION_FORMS))
+def test_expansion_before_depthwise_input_scale(tmp_path, monkeypatch, form):
     """The 1x1 expansion whose ReLU6 output feeds a depthwise convolution's per-channel input scale: by
-    default the channels-last integer MatMul with Clip, Div and QuantizeLinear after it; with
-    FOLD_REDUNDANT_CLIP the Clip (no level changes) goes and the Div moves into the weights and bias, so both
-    convolutions run as QLinearConv. Within a level of OpenVINO CPU either way."""
+    default the channels-last integer MatMul with the Div folded into its weight scales and float bias and
+    the Clip (no level changes) gone, QuantizeLinear after it; unfolded, Clip and Div stay after the MatMul;
+    with FOLD_REDUNDANT_CLIP both convolutions run as QLinearConv. Within a level of OpenVINO CPU each way."""
     from converters.openvino_ir.rules import quantization
 
-    monkeypatch.setattr(quantization, "FOLD_REDUNDANT_CLIP", fold)
+    (scales, clip), (kept, convs) = _EXPANSION_FORMS[form]
+    monkeypatch.setattr(quantization, "FOLD_CLIP_DIV_INTO_SCALES", scales)
+    monkeypatch.setattr(quantization, "FOLD_REDUNDANT_CLIP", clip)
     model = _expand_relu6_depthwise()
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
-    assert ("Clip" in ops) != fold and ("Div" in ops) != fold
+    assert ("Clip" in ops) == kept and ("Div" in ops) == kept
     session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
     fused = [n.op_type for n in graph.node]
-    assert fused.count("QLinearConv") == (2 if fold else 1)
-    assert ("MatMulIntegerToFloat" in fused) != fold
+    assert fused.count("QLinearConv") == convs
+    assert ("MatMulIntegerToFloat" in fused) == (convs == 1)
     _check_against_openvino(model, session, step=0.02)
+
+
+def test_clip_div_fold_keeps_levels(tmp_path, monkeypatch):
+    """The Div folded into MatMulIntegerToFloat's scales and bias moves a level only at near-ties of the
+    unfolded form (both onnxruntime, fused), on 20 inputs; a Clip that changes some channel's levels (a
+    channel's range reaching 12 past ReLU6's 6) stays, and the Div with it."""
+    from converters.openvino_ir.rules import quantization
+
+    model = _expand_relu6_depthwise()
+    sessions = []
+    for fold in (True, False):
+        monkeypatch.setattr(quantization, "FOLD_CLIP_DIV_INTO_SCALES", fold)
+        sessions.append(_optimized(import_ir(model), tmp_path / f"optimized_{fold}.onnx")[0])
+    differing = total = 0
+    for case in range(20):
+        feeds = {"x": np.random.default_rng(case).standard_normal((1, 4, 6, 6)).astype(np.float32)}
+        folded, unfolded = (s.run(None, feeds)[0] for s in sessions)
+        np.testing.assert_allclose(folded, unfolded, rtol=0, atol=0.02 * 1.01)
+        differing, total = differing + int(np.sum(folded != unfolded)), total + folded.size
+    assert differing <= 0.01 * total
+    monkeypatch.setattr(quantization, "FOLD_CLIP_DIV_INTO_SCALES", True)
+    wide = _expand_relu6_depthwise(wide_channel=True)
+    ops = [n.op_type for n in import_ir(wide).graph.node]
+    assert "Clip" in ops and "Div" in ops
+    session, _ = _optimized(import_ir(wide), tmp_path / "optimized_wide.onnx")
+    _check_against_openvino(wide, session, step=0.02)

@@ -969,6 +969,43 @@ def _channels_last_constant(graph: _Graph, name: str, channels: int) -> str:
     return graph.add(f"{name}/channels_last", array.reshape(1, 1, 1, -1))
 
 
+#: _clip_div_into_scales on: the per-channel Div after a 1x1 expansion's ReLU6 (mobilenet_v2) folded into
+#: MatMulIntegerToFloat's weight scales and float bias (docs/performance.md, INT8 fix 6)
+FOLD_CLIP_DIV_INTO_SCALES = True
+
+
+def _clip_div_into_scales(graph: _Graph, chain: list, scales, axis, bias, channels: int):
+    """`chain` (the nodes after a 1x1 Conv _pointwise_as_matmul rewrites) Clip(lo, hi) -> Div(s_c) ->
+    QuantizeLinear(S, z), where the Clip changes no level (lo / s_c maps to level 0 or below, hi / s_c to
+    255 or above, in every channel: values beyond it saturate there anyway; mobilenet_v2's ReLU6 before the
+    next depthwise input's per-channel scale, as _depthwise_per_tensor writes it): the Clip and the Div leave
+    `chain` and the graph, and the weight scales become s_w / s_c and the bias b / s_c — the same levels but
+    where a value is within a rounding of a level boundary (each scale rounded once more, as the depthwise
+    fold), the bias still added in float by the kernel. Returns (scales, axis, bias), changed or not."""
+    if [n.op_type for n in chain] != ["Clip", "Div", "QuantizeLinear"]:
+        return scales, axis, bias
+    clip, div, quantize = chain
+    divisor = graph.values.get(div.input[1]) if div.input[0] == clip.output[0] else None
+    limits = [graph.values.get(name) for name in list(clip.input[1:3]) + list(quantize.input[1:3])]
+    if divisor is None or divisor.size != channels or divisor.dtype != np.float32 or len(clip.input) != 3 \
+            or len(quantize.input) != 3 or any(v is None or v.size != 1 for v in limits) \
+            or limits[3].dtype != np.uint8 or not np.all(divisor > 0):
+        return scales, axis, bias
+    low, high, step = (np.float32(v.reshape(-1)[0]) for v in limits[:3])
+    point, per_channel = int(limits[3].reshape(-1)[0]), divisor.reshape(-1)
+    if np.any(np.round(low / per_channel / step) + point > 0) \
+            or np.any(np.round(high / per_channel / step) + point < 255):
+        return scales, axis, bias  # the Clip changes some level
+    scales = (np.broadcast_to(np.asarray(scales, np.float32).reshape(-1), (channels,)) / per_channel).astype(np.float32)
+    if bias is not None:
+        bias = (np.asarray(bias, np.float32).reshape(-1) / per_channel).astype(np.float32)
+    quantize.input[0] = clip.input[0]
+    for node in (clip, div):
+        graph.nodes.remove(node)
+    chain[:] = [quantize]
+    return scales, 0, bias
+
+
 def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
     """Conv 1x1 (stride 1, no padding, group 1) of a quantized input with nncf's int8 weights, its output not
     quantized (a HSwish or SE block follows: mobilenet_v3) -> Transpose to channels last, MatMulIntegerToFloat
@@ -989,6 +1026,8 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
             bias, add = graph.values[other], chain.pop(0)
             graph.nodes.remove(add)
             conv.output[0] = add.output[0]
+    if FOLD_CLIP_DIV_INTO_SCALES:
+        scales, axis, bias = _clip_div_into_scales(graph, chain, scales, axis, bias, channels)
     stem = conv.name or conv.output[0]
     replacement, product = _pointwise_matmul(graph, weights, scales, axis, bias, stem, bool(chain))
     last = chain[-1] if chain else conv
