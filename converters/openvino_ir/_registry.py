@@ -93,9 +93,8 @@ def op_label(node) -> str:
 def find(node) -> Callable | None:
     key = op_key(node)
     handler = RULES.get(key)
-    if handler is None and _DEFERRED:
-        load_all()
-        handler = RULES.get(key)
+    if handler is None:  # not `and _DEFERRED`: another thread may be registering (load_all waits for it)
+        handler = load_all().get(key)
     return handler
 
 
