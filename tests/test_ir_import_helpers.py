@@ -174,3 +174,20 @@ def test_find_waits_for_a_registration_under_way(monkeypatch):
     finally:
         worker.join()
         del _registry.RULES[("ReviewProbe", 1)]
+
+
+def test_a_failed_deferred_registration_is_undone(monkeypatch):
+    """A deferred registration that fails half way leaves no rule behind: the next lookup raises its error
+    again (not 'two import rules'), and the registry answers as before."""
+    from converters.openvino_ir import _registry
+
+    def register_then_fail():
+        _registry.rule("ReviewHalf", versions=(1,))(lambda ctx, node: None)
+        raise ValueError("unit import failed")
+
+    monkeypatch.setattr(_registry, "_DEFERRED", [register_then_fail])
+    count = len(_registry.RULES)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="unit import failed"):
+            _registry.load_all()
+    assert ("ReviewHalf", 1) not in _registry.RULES and len(_registry.RULES) == count
