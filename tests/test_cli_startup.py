@@ -109,3 +109,15 @@ def test_a_failed_unit_load_is_not_left_half_done():
             "print(len(custom_ops.op_types()) == len(custom_ops.units()) == len(real()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split() == ["raised", "raised", "True"]
+
+
+def test_custom_ops_lists_its_lazy_names():
+    """dir(custom_ops) and `from custom_ops import *` see the lazily imported names; none loads the units."""
+    code = ("import sys, custom_ops\n"
+            "names = set(dir(custom_ops))\n"
+            "namespace = {}\n"
+            "exec('from custom_ops import *', namespace)\n"
+            "print(set(custom_ops.__all__) <= names, set(custom_ops.__all__) <= set(namespace),\n"
+            "      any(m.startswith('custom_ops.ops.') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["True", "True", "False"]
