@@ -15,8 +15,13 @@ _LAZY = {"OpSpec": "._spec", "all_specs": "._spec", "op_types": "._spec", "resol
 
 def __getattr__(name):
     if name in _LAZY:
-        return getattr(_import_module(_LAZY[name], __name__), name)
+        value = globals()[name] = getattr(_import_module(_LAZY[name], __name__), name)  # found once
+        return value
     raise AttributeError(f"module 'custom_ops' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = ["OpSpec", "all_specs", "op_types", "resolve", "unit_of", "units"]

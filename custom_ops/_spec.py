@@ -122,6 +122,11 @@ def register(spec: OpSpec) -> OpSpec:
     return spec
 
 
+def unregister_all() -> None:
+    """Forget every spec (custom_ops.ops.load undoing a failed load)."""
+    _REGISTRY.clear()
+
+
 def op_types() -> list[str]:
     _load_units()
     return sorted(_REGISTRY)

@@ -92,3 +92,32 @@ def test_first_use_from_many_threads_sees_whole_registries():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     count, distinct, specs, lowers, rules = out.stdout.split()
     assert (count, distinct, lowers) == ("8", "1", "True") and int(specs) > 10 and int(rules) > 100
+
+
+def test_a_failed_unit_load_is_not_left_half_done():
+    """A unit module that fails to import: every use raises (not a registry missing the later units), and
+    once it imports the registry is whole."""
+    code = ("import custom_ops, custom_ops.ops as ops\n"
+            "real = ops.unit_modules\n"
+            "ops.unit_modules = lambda: real()[:3] + ['custom_ops.ops.no_such_unit'] + real()[3:]\n"
+            "for _ in range(2):\n"
+            "    try:\n"
+            "        custom_ops.op_types(); print('answered')\n"
+            "    except ImportError:\n"
+            "        print('raised')\n"
+            "ops.unit_modules = real\n"
+            "print(len(custom_ops.op_types()) == len(custom_ops.units()) == len(real()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["raised", "raised", "True"]
+
+
+def test_custom_ops_lists_its_lazy_names():
+    """dir(custom_ops) and `from custom_ops import *` see the lazily imported names; none loads the units."""
+    code = ("import sys, custom_ops\n"
+            "names = set(dir(custom_ops))\n"
+            "namespace = {}\n"
+            "exec('from custom_ops import *', namespace)\n"
+            "print(set(custom_ops.__all__) <= names, set(custom_ops.__all__) <= set(namespace),\n"
+            "      any(m.startswith('custom_ops.ops.') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["True", "True", "False"]

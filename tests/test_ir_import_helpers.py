@@ -145,3 +145,49 @@ def test_mapped_pages_released_in_merged_batches(tmp_path):
     pages.release(np.zeros(8 * page, np.uint8))  # anonymous memory: never released
     pages.flush()
     assert len(calls) == 1
+
+
+def test_find_waits_for_a_registration_under_way(monkeypatch):
+    """A lookup that misses while another thread is registering deferred rules waits for it: it does not
+    answer 'unsupported' because the deferred list already looks empty."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from converters.openvino_ir import _registry
+
+    node = SimpleNamespace(get_type_info=lambda: SimpleNamespace(name="ReviewProbe", version_id="opset1"))
+    handler, holding = object(), threading.Event()
+    monkeypatch.setattr(_registry, "_DEFERRED", [])
+
+    def register_late():
+        with _registry._LOCK:
+            holding.set()
+            time.sleep(0.2)
+            _registry.RULES[("ReviewProbe", 1)] = handler
+
+    worker = threading.Thread(target=register_late)
+    worker.start()
+    holding.wait()
+    try:
+        assert _registry.find(node) is handler
+    finally:
+        worker.join()
+        del _registry.RULES[("ReviewProbe", 1)]
+
+
+def test_a_failed_deferred_registration_is_undone(monkeypatch):
+    """A deferred registration that fails half way leaves no rule behind: the next lookup raises its error
+    again (not 'two import rules'), and the registry answers as before."""
+    from converters.openvino_ir import _registry
+
+    def register_then_fail():
+        _registry.rule("ReviewHalf", versions=(1,))(lambda ctx, node: None)
+        raise ValueError("unit import failed")
+
+    monkeypatch.setattr(_registry, "_DEFERRED", [register_then_fail])
+    count = len(_registry.RULES)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="unit import failed"):
+            _registry.load_all()
+    assert ("ReviewHalf", 1) not in _registry.RULES and len(_registry.RULES) == count

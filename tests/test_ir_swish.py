@@ -28,9 +28,10 @@ CASES = {
 }
 
 
-def _model(case: str, *, seed: int, also_x: bool = False, weights_input: bool = False):
-    """Parameter -> (Group)Convolution [+ bias] -> Swish; also_x: x is a Result too (read twice: not folded);
-    weights_input: the weights are a Parameter (not constant: not folded)."""
+def _model(case: str, *, seed: int, also_x: bool = False, weights_input: bool = False, swish_out: bool = False):
+    """Parameter -> (Group)Convolution [+ bias] -> Swish -> Multiply by 1; also_x: x is a Result too (read
+    twice: not folded); weights_input: the weights are a Parameter (not constant: not folded); swish_out: the
+    Swish itself is the Result (not folded: its zeros keep their sign)."""
     data_shape, weights_shape, groups, bias, beta, compressed = CASES[case]
     rng = np.random.default_rng(seed)
     data = opset1.parameter(list(data_shape), ov.Type.f32, name="data")
@@ -49,6 +50,8 @@ def _model(case: str, *, seed: int, also_x: bool = False, weights_input: bool = 
         channels = weights_shape[0] * (weights_shape[1] if groups else 1)
         x = opset1.add(x, opset1.constant(rng.standard_normal((1, channels, 1, 1)).astype(F32) * 3))
     y = opset4.swish(x) if beta is None else opset4.swish(x, opset1.constant(np.array(beta, F32)))
+    if not swish_out:
+        y = opset1.multiply(y, opset1.constant(np.ones((), F32)))
     results = [y.output(0)] + ([x.output(0)] if also_x else [])
     return ov.Model(results, parameters, case)
 
@@ -103,6 +106,16 @@ def test_swish_after_a_convolution_has_no_runtime_neg(case, tmp_path):
     assert_same([got], ov_run(_model(case, seed=seed), feeds)[:1], LIBM, "onnxruntime vs OpenVINO")
 
 
+def test_swish_that_is_a_model_output_is_not_folded():
+    """The fold's -x sums a cancellation to +0, so swish(+0) would come out -0: a model output keeps the plain
+    form, bit for bit including the sign of zero (the convolution's exact zeros: a zero input)."""
+    feeds = {"data": np.zeros(CASES["conv_no_bias"][0], F32)}
+    model = import_ir(_model("conv_no_bias", seed=0, swish_out=True))
+    assert [n.op_type for n in model.graph.node].count("Neg") == 1
+    got = _run(model, feeds)[0]
+    assert np.all(got == 0) and not np.signbit(got).any()
+
+
 def test_swish_after_a_convolution_with_weights_input_is_not_folded():
     feeds = _feeds("conv_bias", 0, weights_input=True)
     model = import_ir(_model("conv_bias", seed=0, weights_input=True))
@@ -128,11 +141,12 @@ def test_negated_convolution_leaves_the_openvino_name_map_true(tmp_path):
 
 
 @pytest.mark.parametrize("beta", [None, 0.75])
-@pytest.mark.parametrize("around", ["alone", "after_conv", "before_conv", "between_convs"])
+@pytest.mark.parametrize("around", ["alone", "after_conv", "after_conv_read", "before_conv", "between_convs"])
 def test_swish_forms_are_bit_identical_to_the_previous_one(around, beta):
     """Every form (plain; y / (-1 - exp(beta y)) after a convolution; -swish before one) on every 1024th f32 of
     [-20, 20] and the edges (overflow, signed zeros, inf, NaN): bit for bit x / (1 + exp(-beta x)). The
-    convolutions are 1x1 with weight 1 (x itself, exactly)."""
+    convolutions are 1x1 with weight 1 (x itself, exactly). after_conv: the Swish is the model's output, so
+    the plain form; after_conv_read: a Multiply by 1 reads it, the folded form."""
     magnitudes = np.arange(0, np.float32(20).view(np.int32), 1024, dtype=np.int32).view(F32)
     x = np.concatenate([magnitudes, -magnitudes, np.array([1e-45, -1e-45, 88.8, -88.8, 100, -100, 3e38, -3e38,
                                                            np.inf, -np.inf, np.nan], F32)])
@@ -144,9 +158,11 @@ def test_swish_forms_are_bit_identical_to_the_previous_one(around, beta):
     value = opset4.swish(value) if beta is None else opset4.swish(value, opset1.constant(np.array(beta, F32)))
     if "before" in around or "between" in around:
         value = opset1.group_convolution(value, opset1.constant(one.reshape(1, 1, 1, 1, 1)), **spatial)
+    if around == "after_conv_read":
+        value = opset1.multiply(value, opset1.constant(np.ones((), F32)))
     model = import_ir(ov.Model([value.output(0)], [data], "swish"))
     types = [n.op_type for n in model.graph.node]
-    assert ("Sub" in types) == (around == "after_conv")
+    assert ("Sub" in types) == (around == "after_conv_read")
     assert types.count("Neg") == 1 + (around in ("before_conv", "between_convs"))  # runtime or weights
     got = _run(model, {"x": x.reshape(1, 1, 1, -1)})[0].reshape(-1)
     want = _previous_form(x, beta)
@@ -182,7 +198,7 @@ def test_convolution_after_a_swish_reads_it_negated(beta, tmp_path):
     optimized = [n.op_type for n in onnx.load(str(tmp_path / "folded.onnx")).graph.node]
     assert "Neg" not in optimized and "Sub" not in optimized and "Add" in optimized
     unfolded = import_ir(_block(5, also_swish=True, beta=beta))
-    assert "Sub" in [n.op_type for n in unfolded.graph.node]  # y / (-1 - exp(y)): read twice, not rewritten
+    assert "Sub" not in [n.op_type for n in unfolded.graph.node]  # a Result reads it: x / (1 + exp(-x))
     want, swish = _run(unfolded, feeds)
     assert swish.min() < -0.2 and swish.max() > 10
     np.testing.assert_array_equal(got, want)

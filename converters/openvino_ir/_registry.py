@@ -48,7 +48,13 @@ def load_all() -> dict[tuple[str, int], Callable]:
     """Run the deferred registrations; RULES then holds every rule (returned)."""
     with _LOCK:  # another thread's lookup waits until they are done
         while _DEFERRED:
-            _DEFERRED[0]()
+            before = set(RULES)
+            try:
+                _DEFERRED[0]()
+            except BaseException:  # undone: the next lookup raises the same error, not "two import rules"
+                for key in set(RULES) - before:
+                    del RULES[key], DOCS[key]
+                raise
             _DEFERRED.pop(0)
     return RULES
 
@@ -93,9 +99,8 @@ def op_label(node) -> str:
 def find(node) -> Callable | None:
     key = op_key(node)
     handler = RULES.get(key)
-    if handler is None and _DEFERRED:
-        load_all()
-        handler = RULES.get(key)
+    if handler is None:  # not `and _DEFERRED`: another thread may be registering (load_all waits for it)
+        handler = load_all().get(key)
     return handler
 
 

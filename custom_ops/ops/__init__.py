@@ -7,7 +7,7 @@ import importlib
 import pkgutil
 import threading
 
-from .._spec import register
+from .._spec import register, unregister_all
 from ..unit import DialectUnit
 
 _UNITS: dict[str, DialectUnit] = {}
@@ -40,17 +40,24 @@ def unit_modules() -> list[str]:
 
 
 def load() -> None:
-    """Import every unit module and register its unit (idempotent)."""
+    """Import every unit module and register its unit (idempotent). A load that fails is undone, so the
+    next use raises again rather than answering from half a registry."""
     global _LOADED
     with _LOCK:
         if _LOADED:
             return
-        _LOADED = True
-        for name in unit_modules():
-            module = importlib.import_module(name)
-            if not hasattr(module, "UNIT"):
-                raise RuntimeError(f"{name} defines no UNIT (custom_ops.unit.DialectUnit)")
-            _register(module.UNIT, name)
+        _LOADED = True  # a unit module that reads the registry while loading does not reload it
+        try:
+            for name in unit_modules():
+                module = importlib.import_module(name)
+                if not hasattr(module, "UNIT"):
+                    raise RuntimeError(f"{name} defines no UNIT (custom_ops.unit.DialectUnit)")
+                _register(module.UNIT, name)
+        except BaseException:
+            _LOADED = False
+            _UNITS.clear()
+            unregister_all()
+            raise
 
 
 def units() -> list[DialectUnit]:

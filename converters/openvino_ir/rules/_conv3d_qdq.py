@@ -15,6 +15,8 @@ A convolution over space only (a 1 x kh x kw kernel, frame t for frame t) runs t
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from onnx import helper
 
@@ -31,19 +33,29 @@ def quantized_frames_as_channels(nodes: list, initializers: list, outputs, shape
     graph = _Graph(nodes, initializers, set(outputs) | _outer_reads(nodes))
     replaced, dead = {}, set()
     for conv in [n for n in nodes if n.op_type == "Conv"]:
-        found = _parameters(conv, graph, shapes)
-        if found is not None:
-            added, removed = _frames(conv, graph, *found)
-            replaced[id(conv)] = added
-            dead.update(id(n) for n in removed)
+        match = _match(conv, graph, shapes)
+        if match is not None:
+            replaced[id(conv)] = _Rewrite(graph, match).nodes()
+            dead.update(id(n) for n in _dead(graph, match))
     if replaced:
         nodes[:] = [m for n in nodes if id(n) in replaced or id(n) not in dead for m in replaced.get(id(n), [n])]
     return len(replaced)
 
 
-def _parameters(conv, graph: _Graph, shapes: dict):
-    """(data DequantizeLinear, weights DequantizeLinear, Relu or None, QuantizeLinear, data shape, attributes)
-    of a Conv the rewrite applies to, else None."""
+@dataclass
+class _Match:
+    """A quantized 3-D Conv the rewrite applies to, and the nodes around it."""
+    conv: object
+    dq: object  # the data's DequantizeLinear
+    weights_dq: object  # the int8 weights' DequantizeLinear
+    relu: object | None
+    quantize: object
+    shape: tuple  # the data's (N or None, C, T, H, W)
+    attributes: dict  # the Conv's
+
+
+def _match(conv, graph: _Graph, shapes: dict) -> _Match | None:
+    """The _Match of a Conv the rewrite applies to, else None."""
     shape = shapes.get(conv.input[0])
     attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
     dq, weights_dq = graph.producer.get(conv.input[0]), graph.producer.get(conv.input[1])
@@ -74,88 +86,110 @@ def _parameters(conv, graph: _Graph, shapes: dict):
     if quantize.op_type != "QuantizeLinear" or (relu is not None and relu.output[0] in graph.keep) \
             or any(a.name == "axis" and a.i not in (1, -4) for a in quantize.attribute):
         return None  # (per channel: axis 1 of the frames too)
-    return dq, weights_dq, relu, quantize, tuple(shape), attributes
+    return _Match(conv, dq, weights_dq, relu, quantize, tuple(shape), attributes)
 
 
-def _frames(conv, graph: _Graph, dq, weights_dq, relu, quantize, shape, attributes):
-    """(nodes to insert in place of the Conv, nodes to remove)."""
-    q = graph.values[weights_dq.input[0]]
-    outputs, channels, taps = q.shape[:3]
-    frames, height, width = shape[2:]
-    stride, dilation = attributes.get("strides", [1] * 3), attributes.get("dilations", [1] * 3)
-    pads = attributes.get("pads", [0] * 6)
-    out_frames = (frames + pads[0] + pads[3] - dilation[0] * (taps - 1) - 1) // stride[0] + 1
-    conv2d = dict(strides=list(stride[1:]), dilations=list(dilation[1:]), pads=[pads[1], pads[2], pads[4], pads[5]])
-    stem = conv.name or conv.output[0]
-    weights, pieces = {}, []
+class _Rewrite:
+    """The nodes replacing one matched Conv, in order (nodes()), and the constants they read (added once)."""
 
-    def const(name: str, array: np.ndarray) -> str:
-        return name if name in graph.values else graph.add(name, array)
+    def __init__(self, graph: _Graph, match: _Match):
+        self.graph, self.match, self.added = graph, match, []
+        self.q = graph.values[match.weights_dq.input[0]]
+        self.outputs, self.channels, self.taps = self.q.shape[:3]
+        self.frames, self.height, self.width = match.shape[2:]
+        attributes = match.attributes
+        self.stride, self.dilation = attributes.get("strides", [1] * 3), attributes.get("dilations", [1] * 3)
+        pads = self.pads = attributes.get("pads", [0] * 6)
+        self.out_frames = (self.frames + pads[0] + pads[3] - self.dilation[0] * (self.taps - 1) - 1) \
+            // self.stride[0] + 1
+        self.conv2d = dict(strides=list(self.stride[1:]), dilations=list(self.dilation[1:]),
+                           pads=[pads[1], pads[2], pads[4], pads[5]])
+        self.size = [(d + pads[a] + pads[a + 3] - self.dilation[a] * (k - 1) - 1) // self.stride[a] + 1
+                     for a, d, k in ((1, self.height, self.q.shape[3]), (2, self.width, self.q.shape[4]))]
+        self.stem = match.conv.name or match.conv.output[0]
 
-    def node(op: str, inputs: list, output: str, name: str | None = None, **kwargs) -> str:
-        added.append(helper.make_node(op, inputs, [output], name=name or output, **kwargs))
+    def nodes(self) -> list:
+        if self.taps == 1 and self.stride[0] == 1 and self.pads[0] == self.pads[3] == 0 and self.frames > 1:
+            self._frames_as_batch()
+        else:
+            self._convolution_per_frame()
+        return self.added
+
+    def const(self, name: str, array: np.ndarray) -> str:
+        return name if name in self.graph.values else self.graph.add(name, array)
+
+    def node(self, op: str, inputs: list, output: str, name: str | None = None, **kwargs) -> str:
+        self.added.append(helper.make_node(op, inputs, [output], name=name or output, **kwargs))
         return output
 
-    added: list = []
-    size = [(d + pads[a] + pads[a + 3] - dilation[a] * (k - 1) - 1) // stride[a] + 1
-            for a, d, k in ((1, height, q.shape[3]), (2, width, q.shape[4]))]
-    quantized = {a.name: helper.get_attribute_value(a) for a in quantize.attribute if a.name != "axis"}
-    if taps == 1 and stride[0] == 1 and pads[0] == pads[3] == 0 and frames > 1:
-        # over space only, frame t for frame t: the frames as the batch, one convolution
-        value = node("Transpose", [dq.input[0]], f"{stem}/frames/batch", perm=[0, 2, 3, 4, 1])  # N, T, H, W, C
+    def _convolve(self, value: str, kernel: str, prefix: str) -> str:
+        """DequantizeLinear -> 2-D Conv [-> Relu] -> QuantizeLinear of the uint8 NCHW `value`."""
+        match = self.match
+        value = self.node("DequantizeLinear", [value, *match.dq.input[1:]], f"{prefix}/data")
+        value = self.node("Conv", [value, kernel, *match.conv.input[2:]], f"{prefix}/conv", **self.conv2d)
+        if match.relu is not None:
+            value = self.node("Relu", [value], f"{prefix}/relu")
+        quantized = {a.name: helper.get_attribute_value(a) for a in match.quantize.attribute if a.name != "axis"}
+        return self.node("QuantizeLinear", [value, *match.quantize.input[1:]], f"{prefix}/quantized", **quantized)
+
+    def _frames_as_batch(self) -> None:
+        """Over space only, frame t for frame t: the frames as the batch of one convolution."""
+        stem, node, const = self.stem, self.node, self.const
+        value = node("Transpose", [self.match.dq.input[0]], f"{stem}/frames/batch",
+                     perm=[0, 2, 3, 4, 1])  # N, T, H, W, C
         value = node("Reshape", [value, const(f"{stem}/frames/shape_batch", np.array(
-            [-1, height, width, channels], np.int64))], f"{stem}/frames/folded")
+            [-1, self.height, self.width, self.channels], np.int64))], f"{stem}/frames/folded")
         value = node("Transpose", [value], f"{stem}/frames/nchw", perm=[0, 3, 1, 2])
-        value = node("DequantizeLinear", [value, *dq.input[1:]], f"{stem}/frames/data")
-        kernel = const(f"{stem}/taps_0_1", q.reshape(outputs, channels, *q.shape[3:]))
-        kernel = node("DequantizeLinear", [kernel, *weights_dq.input[1:]], f"{kernel}/dequantized", axis=0)
-        value = node("Conv", [value, kernel, *conv.input[2:]], f"{stem}/frames/conv", **conv2d)
-        if relu is not None:
-            value = node("Relu", [value], f"{stem}/frames/relu")
-        value = node("QuantizeLinear", [value, *quantize.input[1:]], f"{stem}/frames/quantized", **quantized)
+        kernel = const(f"{stem}/taps_0_1", self.q.reshape(self.outputs, self.channels, *self.q.shape[3:]))
+        kernel = node("DequantizeLinear", [kernel, *self.match.weights_dq.input[1:]], f"{kernel}/dequantized",
+                      axis=0)
+        value = self._convolve(value, kernel, f"{stem}/frames")
         value = node("Transpose", [value], f"{stem}/frames/nhwc", perm=[0, 2, 3, 1])
         value = node("Reshape", [value, const(f"{stem}/frames/shape_unfolded", np.array(
-            [-1, frames, *size, outputs], np.int64))], f"{stem}/frames/unfolded")
-        node("Transpose", [value], quantize.output[0], f"{stem}/frames/back", perm=[0, 4, 1, 2, 3])
-        return added, _dead(graph, dq, weights_dq, conv, relu, quantize)
-    axis = const(f"{stem}/frames/axis", np.array([3], np.int64))
-    clip = node("Transpose", [dq.input[0]], f"{stem}/frames/clip", perm=[0, 3, 4, 2, 1])  # N, H, W, T, C
-    for t in range(out_frames):
-        read = [tap for tap in range(taps) if 0 <= t * stride[0] + tap * dilation[0] - pads[0] < frames]
-        first = t * stride[0] + read[0] * dilation[0] - pads[0]
-        last = t * stride[0] + read[-1] * dilation[0] - pads[0]
-        key = (read[0], len(read))
-        if key not in weights:  # the taps' weights, channel c of tap j at j * C + c
-            sliced = q[:, :, read[0]:read[-1] + 1].transpose(0, 2, 1, 3, 4) \
-                .reshape(outputs, len(read) * channels, *q.shape[3:])
-            name = const(f"{stem}/taps_{read[0]}_{len(read)}", sliced)
-            weights[key] = node("DequantizeLinear", [name, *weights_dq.input[1:]], f"{name}/dequantized", axis=0)
-        frame = f"{stem}/frame_{t}"
-        value = clip if len(read) == frames else node(  # (every frame: the clip as it is)
-            "Slice", [clip, const(f"{stem}/frames/start_{first}", np.array([first], np.int64)),
-                      const(f"{stem}/frames/end_{last + 1}", np.array([last + 1], np.int64)), axis,
-                      const(f"{stem}/frames/step_{dilation[0]}", np.array([dilation[0]], np.int64))],
-            f"{frame}/taps")
-        value = node("Reshape", [value, const(f"{stem}/frames/shape_{len(read)}", np.array(
-            [0, height, width, len(read) * channels], np.int64))], f"{frame}/stacked")
-        value = node("Transpose", [value], f"{frame}/stacked_nchw", perm=[0, 3, 1, 2])
-        value = node("DequantizeLinear", [value, *dq.input[1:]], f"{frame}/data")
-        value = node("Conv", [value, weights[key], *conv.input[2:]], f"{frame}/conv", **conv2d)
-        if relu is not None:
-            value = node("Relu", [value], f"{frame}/relu")
-        value = node("QuantizeLinear", [value, *quantize.input[1:]], f"{frame}/quantized", **quantized)
-        pieces.append(node("Transpose", [value], f"{frame}/nhwc", perm=[0, 2, 3, 1]))
-    # the frames side by side in channels, then apart: [N, H, W, T * O] -> [N, H, W, T, O]
-    joined = node("Concat", pieces, f"{stem}/frames/joined", axis=3) if len(pieces) > 1 else pieces[0]
-    joined = node("Reshape", [joined, const(f"{stem}/frames/shape_out", np.array(
-        [0, *size, out_frames, outputs], np.int64))], f"{stem}/frames/apart")
-    node("Transpose", [joined], quantize.output[0], f"{stem}/frames/back", perm=[0, 4, 3, 1, 2])  # N, O, T, H, W
-    return added, _dead(graph, dq, weights_dq, conv, relu, quantize)
+            [-1, self.frames, *self.size, self.outputs], np.int64))], f"{stem}/frames/unfolded")
+        node("Transpose", [value], self.match.quantize.output[0], f"{stem}/frames/back", perm=[0, 4, 1, 2, 3])
+
+    def _convolution_per_frame(self) -> None:
+        """One 2-D convolution per output frame over the time taps it reaches, stacked into channels."""
+        stem, node, const, q = self.stem, self.node, self.const, self.q
+        stride, dilation, start = self.stride[0], self.dilation[0], self.pads[0]
+        weights, pieces = {}, []
+        axis = const(f"{stem}/frames/axis", np.array([3], np.int64))
+        clip = node("Transpose", [self.match.dq.input[0]], f"{stem}/frames/clip", perm=[0, 3, 4, 2, 1])  # N, H, W, T, C
+        for t in range(self.out_frames):
+            read = [tap for tap in range(self.taps) if 0 <= t * stride + tap * dilation - start < self.frames]
+            first = t * stride + read[0] * dilation - start
+            last = t * stride + read[-1] * dilation - start
+            key = (read[0], len(read))
+            if key not in weights:  # the taps' weights, channel c of tap j at j * C + c
+                sliced = q[:, :, read[0]:read[-1] + 1].transpose(0, 2, 1, 3, 4) \
+                    .reshape(self.outputs, len(read) * self.channels, *q.shape[3:])
+                name = const(f"{stem}/taps_{read[0]}_{len(read)}", sliced)
+                weights[key] = node("DequantizeLinear", [name, *self.match.weights_dq.input[1:]],
+                                    f"{name}/dequantized", axis=0)
+            frame = f"{stem}/frame_{t}"
+            value = clip if len(read) == self.frames else node(  # (every frame: the clip as it is)
+                "Slice", [clip, const(f"{stem}/frames/start_{first}", np.array([first], np.int64)),
+                          const(f"{stem}/frames/end_{last + 1}", np.array([last + 1], np.int64)), axis,
+                          const(f"{stem}/frames/step_{dilation}", np.array([dilation], np.int64))],
+                f"{frame}/taps")
+            value = node("Reshape", [value, const(f"{stem}/frames/shape_{len(read)}", np.array(
+                [0, self.height, self.width, len(read) * self.channels], np.int64))], f"{frame}/stacked")
+            value = node("Transpose", [value], f"{frame}/stacked_nchw", perm=[0, 3, 1, 2])
+            value = self._convolve(value, weights[key], frame)
+            pieces.append(node("Transpose", [value], f"{frame}/nhwc", perm=[0, 2, 3, 1]))
+        # the frames side by side in channels, then apart: [N, H, W, T * O] -> [N, H, W, T, O]
+        joined = node("Concat", pieces, f"{stem}/frames/joined", axis=3) if len(pieces) > 1 else pieces[0]
+        joined = node("Reshape", [joined, const(f"{stem}/frames/shape_out", np.array(
+            [0, *self.size, self.out_frames, self.outputs], np.int64))], f"{stem}/frames/apart")
+        node("Transpose", [joined], self.match.quantize.output[0], f"{stem}/frames/back",
+             perm=[0, 4, 3, 1, 2])  # N, O, T, H, W
 
 
-def _dead(graph: _Graph, dq, weights_dq, conv, relu, quantize) -> list:
+def _dead(graph: _Graph, match: _Match) -> list:
     """The nodes the rewrite replaces (the data's DequantizeLinear where the convolution alone read it)."""
-    dead = [n for n in (weights_dq, conv, relu, quantize) if n is not None]
+    dq = match.dq
+    dead = [n for n in (match.weights_dq, match.conv, match.relu, match.quantize) if n is not None]
     if len(graph.readers.get(dq.output[0], [])) == 1 and dq.output[0] not in graph.keep:
         dead.append(dq)
     return dead

@@ -169,7 +169,7 @@ def mish(ctx, node):
 
 @rule("Swish", versions=(4,), onnx="Neg, Mul, Exp, Add or Sub, Div; Sigmoid, Mul (QDQ form, quantized)",
       notes="x / (1 + exp(-beta x)), beta optional (1). Where x is a float convolution (+ constant bias) read by "
-            "the Swish only, that convolution computes y = -x with negated weights and bias (exactly: IEEE "
+            "the Swish only, and the Swish is no model output (a zero there would come out -0), that convolution computes y = -x with negated weights and bias (exactly: IEEE "
             "rounding is symmetric; onnxruntime folds the negated constants, so no Neg runs) and the Swish is "
             "y / (-1 - exp(beta y)), the same roundings; a Swish read only by a convolution with constant "
             "weights gives it -swish = y / (1 + exp(beta y)) and negated weights (onnxruntime's Add is faster "
@@ -179,7 +179,7 @@ def mish(ctx, node):
 def swish(ctx, node):
     if _quantized_swish(ctx, node):
         return
-    folded = _negated_convolution(ctx, node)
+    folded = None if _is_an_output(node) else _negated_convolution(ctx, node)
     negated = folded or ctx.emit("Neg", [ctx.inp(node, 0)])
     scaled = negated if node.get_input_size() < 2 else ctx.emit("Mul", [negated, ctx.inp(node, 1)])
     exp = ctx.emit("Exp", [scaled])
@@ -206,6 +206,13 @@ def _quantized_swish(ctx, node) -> bool:
     scaled = ctx.inp(node, 0) if node.get_input_size() < 2 else ctx.emit("Mul", [ctx.inp(node, 0), ctx.inp(node, 1)])
     ctx.emit("Mul", [ctx.inp(node, 0), ctx.emit("Sigmoid", [scaled])], [ctx.out(node)])
     return True
+
+
+def _is_an_output(node) -> bool:
+    """Whether a Result reads the Swish. The convolution fold computes -x as a sum of negated products, and a
+    sum that cancels to exactly 0 is +0 either way, so swish(+0) comes out -0: equal values, but a model output
+    compared bit for bit (conformance) would see the sign of zero differ. Inside the graph it stays a zero."""
+    return any(r.get_node().get_type_name() == "Result" for r in node.output(0).get_target_inputs())
 
 
 _CONVOLUTIONS = ("Convolution", "GroupConvolution")

@@ -61,7 +61,8 @@ CHANGED_BY_OPSET_21 = {"DFT": "DFT-20 takes axis as an input", "GridSample": "Gr
 
 @rule("FakeQuantize", versions=(1,),
       onnx="QuantizeLinear, DequantizeLinear (default, where the limits map onto a scale and zero point; "
-           "constant weights: int8 initializer + DequantizeLinear); else Sub, Div, Mul, Round, Add, Min, Max, "
+           "constant weights: int8 initializer + DequantizeLinear; a 1x1 convolution or patch embedding with "
+           "a float output: com.microsoft MatMulIntegerToFloat); else Sub, Div, Mul, Round, Add, Min, Max, "
            "LessOrEqual, Greater, Where",
       notes="QDQ (int8='qdq', default): a level apart from the reference on near-ties of the rounding, as "
             "OpenVINO's CPU plugin; a FakeQuantize that does not map (levels > 256, output range != input "
