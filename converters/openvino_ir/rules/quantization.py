@@ -127,19 +127,27 @@ def _qdq_parameters(ctx, node, levels: int):
         return "limits are not constants" if rank is not None else "data of dynamic rank"
     if any(v.ndim > rank for v in limits):
         return "limits of higher rank than the data"
-    il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
-    il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
-    if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
-        return "output range differs from input range"
-    if not np.all(ih > il):
-        return "input_high <= input_low somewhere"
-    varying = [d for d in range(rank) if il.shape[d] > 1]
-    if len(varying) > 1:
-        return f"limits vary along {len(varying)} axes (QDQ takes one)"
-    axis = varying[0] if varying else None
-    il, ih = il.reshape(-1), ih.reshape(-1)
-    if axis is None:
-        il, ih = il[:1], ih[:1]
+    if all(v.size == 1 for v in limits):  # per tensor (most activations): the same checks on one value each
+        il, ih, ol, oh = (v.astype(np.float32).reshape(1) for v in limits)
+        if not (il[0] == ol[0] and ih[0] == oh[0]):
+            return "output range differs from input range"
+        if not ih[0] > il[0]:
+            return "input_high <= input_low somewhere"
+        axis = None
+    else:
+        il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
+        il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
+        if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
+            return "output range differs from input range"
+        if not np.all(ih > il):
+            return "input_high <= input_low somewhere"
+        varying = [d for d in range(rank) if il.shape[d] > 1]
+        if len(varying) > 1:
+            return f"limits vary along {len(varying)} axes (QDQ takes one)"
+        axis = varying[0] if varying else None
+        il, ih = il.reshape(-1), ih.reshape(-1)
+        if axis is None:
+            il, ih = il[:1], ih[:1]
     scale = (ih - il) / np.float32(levels - 1)
     zero = -il / scale
     rounded = np.round(zero)
