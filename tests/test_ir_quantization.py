@@ -160,6 +160,12 @@ EXACT_CASES = {
     "zero_point_fractional": ([np.float32(-1.003), np.float32(1.5)] * 2, 256, "is not an integer"),
     "range_without_zero": (_step_limits(100, 355, 0.01), 256, "outside [0, 255]"),
     "levels_1024": (_step_limits(-512, 511, 0.01), 1024, "do not fit 8 bits"),
+    "high_below_low": (_step_limits(127, -128, 0.01), 256, "input_high <= input_low"),
+    "per_channel_output_range_differs": ([np.float32([-1.28, 0, -0.64]).reshape(1, 3, 1, 1),
+                                          np.float32([1.27, 2.55, 1.91]).reshape(1, 3, 1, 1),
+                                          np.float32([-1.28, 0, -0.64]).reshape(1, 3, 1, 1),
+                                          np.float32([1.27, 2.56, 1.91]).reshape(1, 3, 1, 1)], 256,
+                                         "output range differs from input range"),
     "per_channel_levels_255": ([np.float32([-1.27, -2.54, -0.127]).reshape(1, 3, 1, 1),
                                 np.float32([1.27, 2.54, 0.127]).reshape(1, 3, 1, 1)] * 2, 255, "Clip takes one range"),
 }

@@ -128,19 +128,27 @@ def _qdq_parameters(ctx, node, levels: int):
         return "limits are not constants" if rank is not None else "data of dynamic rank"
     if any(v.ndim > rank for v in limits):
         return "limits of higher rank than the data"
-    il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
-    il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
-    if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
-        return "output range differs from input range"
-    if not np.all(ih > il):
-        return "input_high <= input_low somewhere"
-    varying = [d for d in range(rank) if il.shape[d] > 1]
-    if len(varying) > 1:
-        return f"limits vary along {len(varying)} axes (QDQ takes one)"
-    axis = varying[0] if varying else None
-    il, ih = il.reshape(-1), ih.reshape(-1)
-    if axis is None:
-        il, ih = il[:1], ih[:1]
+    if all(v.size == 1 for v in limits):  # per tensor (most activations): the same checks on one value each
+        il, ih, ol, oh = (v.astype(np.float32).reshape(1) for v in limits)
+        if not (il[0] == ol[0] and ih[0] == oh[0]):
+            return "output range differs from input range"
+        if not ih[0] > il[0]:
+            return "input_high <= input_low somewhere"
+        axis = None
+    else:
+        il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
+        il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
+        if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
+            return "output range differs from input range"
+        if not np.all(ih > il):
+            return "input_high <= input_low somewhere"
+        varying = [d for d in range(rank) if il.shape[d] > 1]
+        if len(varying) > 1:
+            return f"limits vary along {len(varying)} axes (QDQ takes one)"
+        axis = varying[0] if varying else None
+        il, ih = il.reshape(-1), ih.reshape(-1)
+        if axis is None:
+            il, ih = il[:1], ih[:1]
     scale = (ih - il) / np.float32(levels - 1)
     zero = -il / scale
     rounded = np.round(zero)
@@ -796,6 +804,8 @@ def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
     crosses single-input ops only)."""
     from onnx import helper
 
+    if not any(n.op_type in _INTEGER_MOVEMENT for n in nodes):
+        return  # (the reshapes only continue a chain one of these started)
     values = {name: array for name, _, array in initializers}
     producer = {out: n for n in nodes for out in n.output}
 
@@ -1059,8 +1069,11 @@ def _patches_as_pointwise(nodes: list, initializers: list, keep: set, shapes: di
     onnxruntime has no integer kernel for a Conv with a float output)."""
     from onnx import helper
 
+    convs = [n for n in nodes if n.op_type == "Conv" and _strided_like_kernel(n)]
+    if not convs:
+        return
     graph = _Graph(nodes, initializers, keep)
-    for conv in [n for n in nodes if n.op_type == "Conv"]:
+    for conv in convs:
         attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
         mul, dq = graph.producer.get(conv.input[1]), graph.producer.get(conv.input[0])
         strides = list(attributes.get("strides", []))
@@ -1098,6 +1111,24 @@ def _patches_as_pointwise(nodes: list, initializers: list, keep: set, shapes: di
         kept = [a for a in conv.attribute if a.name not in ("strides", "kernel_shape", "pads", "auto_pad")]
         del conv.attribute[:]
         conv.attribute.extend(kept + [helper.make_attribute("kernel_shape", [1, 1])])
+
+def _strided_like_kernel(conv) -> bool:
+    """Whether a Conv's attributes are a patch embedding's (_patches_as_pointwise checks the rest): a square
+    kernel of 2 or more at its own stride, one group, no dilation, no padding."""
+    from onnx import helper
+
+    attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+    strides = list(attributes.get("strides", []))
+    kernel = list(attributes.get("kernel_shape", strides))
+    return len(kernel) == 2 and kernel[0] == kernel[1] and kernel[0] >= 2 and strides == kernel \
+        and attributes.get("group", 1) == 1 and all(v == 1 for v in attributes.get("dilations", [])) \
+        and all(v == 0 for v in attributes.get("pads", [])) \
+        and attributes.get("auto_pad", b"NOTSET") in (b"NOTSET", b"VALID")
+
+
+def _group(conv) -> int:
+    return next((a.i for a in conv.attribute if a.name == "group"), 1)
+
 
 def _pointwise_parameters(graph: _Graph, weights: _Weights):
     """(scales, axis, bias or None) of a Conv _pointwise_as_matmul rewrites, else None."""
@@ -1182,6 +1213,9 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
     (a per-channel input zero point it cannot run, and float, it surrounds with layout transposes)."""
     from onnx import helper
 
+    convs = [n for n in nodes if n.op_type == "Conv" and _group(n) >= 2]
+    if not convs:
+        return
     values = {name: array for name, _, array in initializers}
     producer = {out: n for n in nodes for out in n.output}
     readers: dict[str, list] = {}
@@ -1195,8 +1229,8 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
         return found[0] if len(found) == 1 and found[0].op_type == op_type and name not in keep else None
 
     before = {}  # id(QuantizeLinear) -> the Div inserted before it
-    for conv in [n for n in nodes if n.op_type == "Conv"]:
-        group = next((a.i for a in conv.attribute if a.name == "group"), 1)
+    for conv in convs:
+        group = _group(conv)
         dq, reshape = producer.get(conv.input[0]), producer.get(conv.input[1])
         if group < 2 or dq is None or dq.op_type != "DequantizeLinear" or len(dq.input) < 3 \
                 or single(dq.output[0], "Conv") is not conv or reshape is None or reshape.op_type != "Reshape":
@@ -1325,6 +1359,8 @@ def _float_weights_for_per_channel_inputs(nodes: list, initializers: list) -> No
     gets float weights, computed as DequantizeLinear does: given DequantizeLinear weights too, onnxruntime
     fuses a QLinearConv that fails at run time (its input zero point must be one value)."""
     values = {name: array for name, _, array in initializers}
+    if not any(n.op_type == "DequantizeLinear" and values.get(n.input[1], np.ones(1)).size != 1 for n in nodes):
+        return
     producer = {out: n for n in nodes for out in n.output}
     for node in nodes:
         index = _WEIGHTED.get(node.op_type)
@@ -1353,6 +1389,8 @@ def _conv_bias(nodes: list, initializers: list, keep: set) -> None:
     """Conv(DequantizeLinear x, DequantizeLinear w) -> Add(per-channel constant) becomes one Conv with that
     bias (as OpenVINO's Convolution + Add is written): onnxruntime's QDQ fusion wants DQ -> Conv -> Q, and
     fuses a float bias of a quantized Conv itself."""
+    if not any(n.op_type == "Conv" and len(n.input) == 2 for n in nodes):
+        return
     values = {name: array for name, _, array in initializers}
     producer = {out: n for n in nodes for out in n.output}
     readers: dict[str, list] = {}
@@ -1420,13 +1458,16 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
     C of them at stride b through im2col (CHANNEL_GROUP, SPACE_TO_DEPTH_CHANNELS)."""
     from onnx import helper
 
+    convs = [n for n in nodes if n.op_type == "Conv"]
+    if not convs:
+        return
     values = {name: array for name, _, array in initializers}
     producer = {out: n for n in nodes for out in n.output}
     readers: dict[str, list] = {}
     for n in nodes:
         for name in n.input:
             readers.setdefault(name, []).append(n)
-    for conv in [n for n in nodes if n.op_type == "Conv"]:
+    for conv in convs:
         found = _space_to_depth_parameters(conv, values, producer, readers, keep, shapes)
         if found is None:
             continue
@@ -1478,13 +1519,16 @@ def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
     bits, in fewer, wider GEMMs (GROUP_WIDTH)."""
     from onnx import helper
 
+    convs = [n for n in nodes if n.op_type == "Conv" and _group(n) != 1]
+    if not convs:
+        return
     values = {name: array for name, _, array in initializers}
     producer = {out: n for n in nodes for out in n.output}
     readers: dict[str, list] = {}
     for n in nodes:
         for name in n.input:
             readers.setdefault(name, []).append(n)
-    for conv in [n for n in nodes if n.op_type == "Conv"]:
+    for conv in convs:
         attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
         groups = attributes.get("group", 1)
         weights_dq = producer.get(conv.input[1])
