@@ -617,17 +617,23 @@ def _outer_reads(nodes: list) -> set:
     return found
 
 
+def _index(nodes: list, initializers: list) -> tuple[dict, dict, dict]:
+    """The graph's constants by name, the node producing each value and the nodes reading it."""
+    values = {name: array for name, _, array in initializers}
+    producer = {out: n for n in nodes for out in n.output}
+    readers: dict[str, list] = {}
+    for n in nodes:
+        for name in n.input:
+            readers.setdefault(name, []).append(n)
+    return values, producer, readers
+
+
 class _Graph:
     """Lookups over ONNX `nodes` and `initializers` ((name, ONNX type, array) list) that the rewrites share."""
 
     def __init__(self, nodes: list, initializers: list, keep: set, release=None):
         self.nodes, self.initializers, self.keep, self.release = nodes, initializers, keep, release
-        self.values = {name: array for name, _, array in initializers}
-        self.producer = {out: n for n in nodes for out in n.output}
-        self.readers: dict[str, list] = {}
-        for n in nodes:
-            for name in n.input:
-                self.readers.setdefault(name, []).append(n)
+        self.values, self.producer, self.readers = _index(nodes, initializers)
 
     def only_reader(self, name: str):
         found = self.readers.get(name, [])
@@ -1216,12 +1222,7 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
     convs = [n for n in nodes if n.op_type == "Conv" and _group(n) >= 2]
     if not convs:
         return
-    values = {name: array for name, _, array in initializers}
-    producer = {out: n for n in nodes for out in n.output}
-    readers: dict[str, list] = {}
-    for n in nodes:
-        for name in n.input:
-            readers.setdefault(name, []).append(n)
+    values, producer, readers = _index(nodes, initializers)
 
     def single(name, op_type):
         """The one reader of `name` when it is an `op_type`, else None."""
@@ -1288,12 +1289,7 @@ def _redundant_clip_scale_into_conv(nodes: list, initializers: list, keep: set) 
     there anyway — becomes Conv with weight scales s_w / s_c and bias b / s_c -> QuantizeLinear: the same levels
     (each scale rounded once more, as the depthwise folding), and onnxruntime runs one QLinearConv instead of
     an integer MatMul, Clip, Div and QuantizeLinear on float data."""
-    values = {name: array for name, _, array in initializers}
-    producer = {out: n for n in nodes for out in n.output}
-    readers: dict[str, list] = {}
-    for n in nodes:
-        for name in n.input:
-            readers.setdefault(name, []).append(n)
+    values, producer, readers = _index(nodes, initializers)
 
     def after(node, op_type):
         found = readers.get(node.output[0], [])
@@ -1391,12 +1387,7 @@ def _conv_bias(nodes: list, initializers: list, keep: set) -> None:
     fuses a float bias of a quantized Conv itself."""
     if not any(n.op_type == "Conv" and len(n.input) == 2 for n in nodes):
         return
-    values = {name: array for name, _, array in initializers}
-    producer = {out: n for n in nodes for out in n.output}
-    readers: dict[str, list] = {}
-    for n in nodes:
-        for name in n.input:
-            readers.setdefault(name, []).append(n)
+    values, producer, readers = _index(nodes, initializers)
     dead = set()
     for conv in nodes:
         if conv.op_type != "Conv" or len(conv.input) != 2 or len(readers.get(conv.output[0], [])) != 1 \
@@ -1461,12 +1452,7 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
     convs = [n for n in nodes if n.op_type == "Conv"]
     if not convs:
         return
-    values = {name: array for name, _, array in initializers}
-    producer = {out: n for n in nodes for out in n.output}
-    readers: dict[str, list] = {}
-    for n in nodes:
-        for name in n.input:
-            readers.setdefault(name, []).append(n)
+    values, producer, readers = _index(nodes, initializers)
     for conv in convs:
         found = _space_to_depth_parameters(conv, values, producer, readers, keep, shapes)
         if found is None:
@@ -1522,12 +1508,7 @@ def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
     convs = [n for n in nodes if n.op_type == "Conv" and _group(n) != 1]
     if not convs:
         return
-    values = {name: array for name, _, array in initializers}
-    producer = {out: n for n in nodes for out in n.output}
-    readers: dict[str, list] = {}
-    for n in nodes:
-        for name in n.input:
-            readers.setdefault(name, []).append(n)
+    values, producer, readers = _index(nodes, initializers)
     for conv in convs:
         attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
         groups = attributes.get("group", 1)
