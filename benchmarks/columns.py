@@ -109,7 +109,6 @@ def openvino(case, inputs) -> Runner:
     if not _has("openvino"):
         raise NotApplicable("openvino is not installed")
     import openvino as ov
-    from openvino import opset1
 
     unit = custom_ops.unit_of(case.op)
     limit = unit.benchmark.openvino_rows
@@ -121,19 +120,7 @@ def openvino(case, inputs) -> Runner:
         raise NotApplicable(f"not run: too slow on the CPU plugin at this size (its benchmark piece's limit); on "
                             f"the first {limit} {'rows' if inputs[first].ndim > 1 else 'elements'} it took "
                             f"{seconds:.2f} s")
-    constant = models.constant_ports(case)
-    parameters, nodes = [], []
-    for port in unit.newest.inputs:
-        value = inputs.get(port.name)
-        if value is None:
-            nodes.append(None)
-        elif port.name in constant:
-            nodes.append(ov.op.Constant(value))
-        else:
-            parameters.append(opset1.parameter(list(value.shape), ov.Type(value.dtype), name=port.name))
-            nodes.append(parameters[-1].output(0))
-    attributes = unit.openvino.ov_attributes(unit.newest.attribute_values(case.attributes))
-    node = unit.openvino.factory(ov, nodes, attributes)
+    node, parameters = models.openvino_node(case, inputs)
     compiled = ov.Core().compile_model(ov.Model(node.outputs(), parameters), "CPU", OPENVINO_CONFIG)
     request = compiled.create_infer_request()
     arrays = [inputs[p.get_friendly_name()] for p in parameters]

@@ -15,8 +15,12 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
-import numpy as np
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
 
 
 def _f32(seed, *shape):
@@ -58,24 +62,13 @@ def _rdft(batch, samples):
     return ov.Model([node], [x], "rdft"), {"x": _f32(6, batch, samples)}
 
 
-def _unit_model(unit, case, inputs: dict):
-    """(ov.Model, feeds) of a unit's benchmark case: static-shape Parameters for its tensors, Constants for the
-    unit's constant inputs and the case's constants, the native node built by the unit's factory."""
+def _unit_model(case, inputs: dict):
+    """(ov.Model, feeds) of a unit's benchmark case: its OpenVINO node (benchmarks.models.openvino_node), the
+    outputs the case times."""
     import openvino as ov
-    from openvino import opset1
-    constant = set(unit.openvino.constant_inputs) | set(case.constants)
-    parameters, nodes = [], []
-    for port in unit.newest.inputs:
-        value = inputs.get(port.name)
-        if value is None:
-            nodes.append(None)
-        elif port.name in constant:
-            nodes.append(ov.op.Constant(np.asarray(value)))
-        else:
-            parameters.append(opset1.parameter(list(value.shape), ov.Type(value.dtype), name=port.name))
-            nodes.append(parameters[-1].output(0))
-    attributes = unit.openvino.ov_attributes(unit.newest.attribute_values(case.attributes))
-    node = unit.openvino.factory(ov, nodes, attributes)
+
+    from benchmarks import models
+    node, parameters = models.openvino_node(case, inputs)
     outputs = node.outputs() if case.outputs is None else [node.output(i) for i in case.outputs]
     return ov.Model(outputs, parameters, case.id), {p.get_friendly_name(): inputs[p.get_friendly_name()]
                                                    for p in parameters}
@@ -91,8 +84,8 @@ def unit_cases(mode: str) -> list:
         if not present(unit.benchmark) or unit.benchmark.table:
             continue
         for case in unit.benchmark.all_cases(unit.op_type, mode):
-            def build(unit=unit, case=case):
-                return _unit_model(unit, case, case.inputs(np.random.default_rng(7)))
+            def build(case=case):
+                return _unit_model(case, case.inputs(np.random.default_rng(7)))
             rows.append((f"{unit.op_type}-{unit.openvino.versions[-1]} {case.label}", build))
     return rows
 

@@ -29,6 +29,28 @@ def constant_ports(case) -> set[str]:
     return set(custom_ops.unit_of(case.op).openvino.constant_inputs) | set(case.constants)
 
 
+def openvino_node(case, inputs: dict):
+    """(OpenVINO node, its Parameters) of a benchmark case: static-shape Parameters for the case's tensors,
+    Constants for its constant ports (constant_ports), the node built by the unit's factory."""
+    import openvino as ov
+    from openvino import opset1
+
+    unit = custom_ops.unit_of(case.op)
+    constant = constant_ports(case)
+    parameters, nodes = [], []
+    for port in unit.newest.inputs:
+        value = inputs.get(port.name)
+        if value is None:
+            nodes.append(None)
+        elif port.name in constant:
+            nodes.append(ov.op.Constant(np.asarray(value)))
+        else:
+            parameters.append(opset1.parameter(list(value.shape), ov.Type(value.dtype), name=port.name))
+            nodes.append(parameters[-1].output(0))
+    attributes = unit.openvino.ov_attributes(unit.newest.attribute_values(case.attributes))
+    return unit.openvino.factory(ov, nodes, attributes), parameters
+
+
 def ordered_inputs(case, inputs: dict) -> list:
     """The case's inputs in port order (absent optional ports left out)."""
     return [inputs[name] for name in ports(case.op)[0] if name in inputs]
