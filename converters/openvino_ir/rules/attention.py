@@ -125,17 +125,12 @@ def scores_scale_into_dequantize(nodes: list, initializers: list, keep, unique) 
     instead of a separate Mul over the scores. Edits `nodes` (ONNX NodeProtos) and `initializers` ((name,
     ONNX type, array) list) in place, keeping values in `keep`; unique(wanted) names the new scales; returns
     how many scales were folded."""
-    from .quantization import _outer_reads
+    from .quantization import _index, _outer_reads
 
     if not any(n.op_type == "DequantizeLinear" for n in nodes):
         return 0
     keep = set(keep) | _outer_reads(nodes)
-    producer = {o: n for n in nodes for o in n.output}
-    readers: dict[str, list] = {}
-    for node in nodes:
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
-    constants = {name: array for name, _, array in initializers}
+    constants, producer, readers = _index(nodes, initializers)
     folded, dead = 0, set()
 
     def only_reader(value, node) -> bool:

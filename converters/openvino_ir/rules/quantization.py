@@ -743,8 +743,8 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), 
     the memory-mapped pages of OpenVINO's constant there, which the rewritten model no longer reads."""
     if not any(n.op_type == "QuantizeLinear" for n in nodes):
         return 0
-    keep = set(outputs) | _outer_reads(nodes)
-    _patches_as_pointwise(nodes, initializers, keep, _static_shapes(inputs))
+    keep, shapes = set(outputs) | _outer_reads(nodes), _static_shapes(inputs)
+    _patches_as_pointwise(nodes, initializers, keep, shapes)
     _depthwise_per_tensor(nodes, initializers, keep)
     if FOLD_REDUNDANT_CLIP:
         _redundant_clip_scale_into_conv(nodes, initializers, keep)
@@ -788,7 +788,7 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), 
     nodes[:] = [replaced.get(id(n), n) for n in nodes if id(n) not in dead]
     _conv_bias(nodes, initializers, keep)
     _dequantized_classifiers_as_3d(_Graph(nodes, initializers, keep))
-    _space_to_depth(nodes, initializers, keep, _static_shapes(inputs))
+    _space_to_depth(nodes, initializers, keep, shapes)
     _wider_groups(nodes, initializers, keep)
     return rewritten
 
