@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import helper
 
+from ._spatial import frame_taps
 from .quantization import _Graph, _outer_reads, _quantized_after
 
 
@@ -76,8 +77,7 @@ def _match(conv, graph: _Graph, shapes: dict) -> _Match | None:
     stride, dilation = attributes.get("strides", [1] * 3)[0], attributes.get("dilations", [1] * 3)[0]
     pads, frames, taps = attributes.get("pads", [0] * 6), shape[2], q.shape[2]
     out_frames = (frames + pads[0] + pads[3] - dilation * (taps - 1) - 1) // stride + 1
-    if out_frames < 1 or not all(any(0 <= t * stride + tap * dilation - pads[0] < frames for tap in range(taps))
-                                 for t in range(out_frames)):
+    if out_frames < 1 or not all(frame_taps(frames, out_frames, taps, stride, dilation, pads[0])):
         return None  # an output frame reading the time padding only: the plain 3-D form
     relu = graph.readers[conv.output[0]][0]
     quantize = graph.readers[relu.output[0]][0] if relu.op_type == "Relu" else relu
@@ -156,10 +156,8 @@ class _Rewrite:
         weights, pieces = {}, []
         axis = const(f"{stem}/frames/axis", np.array([3], np.int64))
         clip = node("Transpose", [self.match.dq.input[0]], f"{stem}/frames/clip", perm=[0, 3, 4, 2, 1])  # N, H, W, T, C
-        for t in range(self.out_frames):
-            read = [tap for tap in range(self.taps) if 0 <= t * stride + tap * dilation - start < self.frames]
-            first = t * stride + read[0] * dilation - start
-            last = t * stride + read[-1] * dilation - start
+        for t, pairs in enumerate(frame_taps(self.frames, self.out_frames, self.taps, stride, dilation, start)):
+            read, first, last = [tap for tap, _ in pairs], pairs[0][1], pairs[-1][1]
             key = (read[0], len(read))
             if key not in weights:  # the taps' weights, channel c of tap j at j * C + c
                 sliced = q[:, :, read[0]:read[-1] + 1].transpose(0, 2, 1, 3, 4) \

@@ -92,3 +92,10 @@ def floor_end_pads(sizes, outputs, begin, w: Window) -> list[int]:
                               f"pads_begin {pb}) with non-negative ONNX pads")
         ends.append(end)
     return ends
+
+
+def frame_taps(frames: int, out_frames: int, taps: int, stride: int, dilation: int, begin: int) -> list[list]:
+    """Per output frame of a convolution over time (the 3-D convolutions written as 2-D ones), the (tap,
+    input frame) pairs that read a real frame; the other taps read the time padding."""
+    return [[(tap, t * stride + tap * dilation - begin) for tap in range(taps)
+             if 0 <= t * stride + tap * dilation - begin < frames] for t in range(out_frames)]

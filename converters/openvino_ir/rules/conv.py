@@ -11,7 +11,7 @@ import numpy as np
 
 from .._registry import Unsupported, rule
 from .._types import constant_array
-from ._spatial import FLOATS, require_type, static_output_spatial, static_spatial
+from ._spatial import FLOATS, frame_taps, require_type, static_output_spatial, static_spatial
 from .elementwise import negated_swish_input
 
 
@@ -109,8 +109,7 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
     frames, out_frames = data[2].get_length(), out[2].get_length()
     outputs, taps = weights[0].get_length(), weights[2].get_length()
     stride, dilation, begin = attributes["strides"][0], attributes["dilations"][0], attributes["pads"][0]
-    reads = [[(tap, t * stride + tap * dilation - begin) for tap in range(taps)
-              if 0 <= t * stride + tap * dilation - begin < frames] for t in range(out_frames)]
+    reads = frame_taps(frames, out_frames, taps, stride, dilation, begin)
     if not all(reads):
         return False  # output frames reading padding only (zeros): the plain 3-D Conv
     bias, residual, relu = _taken_readers(ctx, node, outputs)
