@@ -405,6 +405,35 @@ def test_conv_after_max_pool_keeps_per_channel_int8_weights(tmp_path):
         assert np.mean(got == want) > 0.95
 
 
+def _saturating_conv_model(channels, kernel, signed, seed=3):
+    """x -> FakeQuantize -> Conv with nncf's int8 weights of magnitude 100-127, one sign per output channel ->
+    bias Add -> FakeQuantize: on large inputs two neighbouring products exceed int16 (255 · 127 · 2 > 32767)."""
+    rng = np.random.default_rng(seed)
+    x = op.parameter([1, channels, 6, 6], ov.Type.f32, name="x")
+    limits = _step_limits(-128, 127, 0.02) if signed else _step_limits(0, 255, 0.02)
+    data = op.fake_quantize(x, *[op.constant(v) for v in limits], 256)
+    q = (rng.choice([-1, 1], (8, 1, 1, 1)) * rng.integers(100, 128, (8, channels, kernel, kernel))).astype(np.int8)
+    scale = (np.geomspace(0.05, 4, 8).reshape(8, 1, 1, 1) / 127).astype(np.float32)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
+    pad = [kernel // 2] * 2
+    conv = op.convolution(data, weights, [1, 1], pad, pad, [1, 1])
+    biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32)))
+    out = op.fake_quantize(biased, *[op.constant(v) for v in _step_limits(-128, 127, 20.0)], 256)
+    return ov.Model([out], [x]), {"x": np.random.default_rng(1).uniform(3, 6, (1, channels, 6, 6)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("channels, kernel, signed", [(8, 1, False), (8, 3, False), (16, 3, True), (6, 3, False)])
+def test_integer_convolution_saturates_as_openvino_does(tmp_path, channels, kernel, signed):
+    """Without VNNI (AVX2), OpenVINO CPU's u8 x s8 convolution sums neighbouring input channels' products in
+    int16 with saturation (vpmaddubsw), and so does onnxruntime's QLinearConv given int8 weights: on data that
+    saturates, equal outputs (measured up to 56 levels from the f32 semantics, and unsaturated uint8 weights
+    moved resnet18-int8 from 2.1e-2 to 7.3e-2 from OpenVINO). With VNNI neither saturates."""
+    model, feeds = _saturating_conv_model(channels, kernel, signed)
+    session, ops = _optimized_ops(import_ir(model), tmp_path / "optimized.onnx")
+    assert "QLinearConv" in ops
+    np.testing.assert_array_equal(session.run(None, feeds)[0], _run_ov(model, feeds)[0])
+
+
 def _pointwise_model(kernel=1, also_float=False, bias=True):
     """x -> FakeQuantize -> Conv kernel x kernel with nncf's int8 weights -> bias Add -> HSwish -> per-channel
     Multiply -> FakeQuantize: a convolution whose own output is not quantized (mobilenet_v3's expand convs)."""
