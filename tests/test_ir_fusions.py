@@ -49,6 +49,39 @@ def test_gelu_tanh_is_fused_into_fast_gelu_by_onnxruntime(tmp_path):
         np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=2e-6)
 
 
+#: MVN cases: (input shape, axes, eps_mode, element type, whether it imports as LayerNormalization)
+MVN = {
+    "bert_residual": ([1, 16, 32], [-1], "inside_sqrt", ov.Type.f32, True),
+    "dynamic_batch": ([-1, 16, 32], [2], "inside_sqrt", ov.Type.f32, True),
+    "rows": ([16, 32], [1], "inside_sqrt", ov.Type.f32, True),
+    "f16": ([2, 16, 32], [-1], "inside_sqrt", ov.Type.f16, True),
+    "eps_outside": ([1, 16, 32], [-1], "outside_sqrt", ov.Type.f32, False),
+    "two_axes": ([1, 16, 32], [1, 2], "inside_sqrt", ov.Type.f32, False),
+}
+
+
+@pytest.mark.parametrize("case_id", list(MVN))
+def test_mvn_over_the_last_axis_runs_as_layer_normalization(case_id, tmp_path):
+    """MVN after a residual Add (BERT's LayerNorm) runs as onnxruntime's LayerNormalization kernel, not fused
+    into its slower SkipLayerNormalization; other axes or eps outside the root stay decomposed."""
+    shape, axes, eps_mode, element, fused = MVN[case_id]
+    x = op.parameter(shape, element, name="x")
+    width = shape[-1]
+    weights = op.constant(np.random.default_rng(7).standard_normal((width, width)).astype(element.to_dtype()))
+    residual = op.add(x, op.matmul(x, weights, False, False))
+    model = ov.Model([op.mvn(residual, op.constant(np.array(axes, np.int64)), True, 1e-5, eps_mode)], [x])
+    session, ops = _optimized(import_ir(model), tmp_path / "mvn.onnx")
+    assert ("LayerNormalization" in ops and "ReduceMean" not in ops) == fused
+    assert "SkipLayerNormalization" not in ops
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    for seed in range(3):
+        data = np.random.default_rng(seed).standard_normal([abs(d) for d in shape]) * (1 + seed) + 10 * seed
+        data = data.astype(element.to_dtype())
+        want = compiled({"x": data})[0]
+        tolerance = dict(rtol=1e-2, atol=1e-2) if element == ov.Type.f16 else dict(rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(session.run(None, {"x": data})[0], want, **tolerance)
+
+
 def test_gelu_tanh_unfused_is_bit_for_bit_the_multiplied_out_cube():
     """Without graph optimisation onnxruntime computes Pow(x, 3) as x·x·x: the same values as the earlier form."""
     x = op.parameter([4, 64], ov.Type.f32, name="x")

@@ -1,6 +1,7 @@
 """Normalisation: MVN-1/6, BatchNormInference-1/5, GroupNormalization-12, NormalizeL2-1, LRN-1.
 
-Decomposed into ONNX reductions where ONNX's own op differs (MeanVarianceNormalization has a fixed eps,
+MVN over the last axis alone becomes LayerNormalization (unit scale, over a 2-D view: _as_layer_norm); the
+rest is decomposed into ONNX reductions where ONNX's own op differs (MeanVarianceNormalization has a fixed eps,
 GroupNormalization-18 scales per group, LRN is across channels only). f16 data is normalised in f32 and
 rounded once at the end, as OpenVINO's CPU plugin does (an f16 mean and variance would lose digits).
 """
@@ -37,6 +38,28 @@ def _scalar(ctx, value: float, code: int, hint: str) -> str:
     return ctx.const(np.array(value, work), hint)
 
 
+def _as_layer_norm(ctx, node, x: str, axes, normalize_variance: bool, eps: float, inside: bool) -> str | None:
+    """MVN over the last axis alone (eps inside the root) as LayerNormalization with a unit scale, else None.
+
+    onnxruntime runs it as one kernel where the decomposition takes seven, and its result is as close to the f64
+    value (docs/performance.md). It sees a 2-D view of x: onnxruntime fuses a residual Add of two 3-D tensors
+    and the LayerNormalization after it into SkipLayerNormalization, whose CPU kernel measured slower than
+    the seven ops."""
+    shape = node.get_input_partial_shape(0)
+    if axes is None or not (normalize_variance and inside) or not shape.rank.is_static:
+        return None
+    rank = shape.rank.get_length()
+    if rank < 2 or {int(a) % rank for a in axes} != {rank - 1} or not shape[rank - 1].is_static:
+        return None
+    scale = ctx.const(np.ones(shape[rank - 1].get_length(), np.float32), "unit_scale")
+    if rank == 2:
+        return ctx.emit("LayerNormalization", [x, scale], axis=-1, epsilon=eps)
+    rows = ctx.emit("Flatten", [x], axis=rank - 1)
+    normal = ctx.emit("LayerNormalization", [rows, scale], axis=-1, epsilon=eps)
+    dims = ctx.const(np.array(list(shape.to_shape()), np.int64), "shape") if shape.is_static else ctx.emit("Shape", [x])
+    return ctx.emit("Reshape", [normal, dims])
+
+
 def _mvn(ctx, x: str, axes: str, normalize_variance: bool, eps: float, inside: bool, code: int) -> str:
     centred = ctx.emit("Sub", [x, ctx.emit("ReduceMean", [x, axes], keepdims=1)])
     if not normalize_variance:
@@ -50,7 +73,8 @@ def _mvn(ctx, x: str, axes: str, normalize_variance: bool, eps: float, inside: b
     return ctx.emit("Div", [centred, scale])
 
 
-@rule("MVN", versions=(2,), onnx="ReduceMean, Sub, Mul, Sqrt, Add, Div",  # MVN-1 is recorded as opset2
+@rule("MVN", versions=(2,), onnx="LayerNormalization (last axis: Flatten, Reshape), else ReduceMean, Sub, Mul, "
+      "Sqrt, Add, Div",  # MVN-1 is recorded as opset2
       notes="reduction_axes, else across_channels: axes 1.. or 2..; eps added inside the square root "
             "(what OpenVINO computes; checked against its CPU plugin)")
 def mvn_1(ctx, node):
@@ -62,12 +86,14 @@ def mvn_1(ctx, node):
         if rank is None:
             raise Unsupported("across_channels without reduction_axes needs a static rank")
         axes = list(range(1 if attributes.get("across_channels") else 2, rank))
-    result = _mvn(ctx, x, ctx.const(np.array(axes, np.int64), "axes"),
-                  bool(attributes.get("normalize_variance", True)), float(attributes["eps"]), True, code)
+    variance, eps = bool(attributes.get("normalize_variance", True)), float(attributes["eps"])
+    result = (_as_layer_norm(ctx, node, x, axes, variance, eps, True)
+              or _mvn(ctx, x, ctx.const(np.array(axes, np.int64), "axes"), variance, eps, True, code))
     _finish(ctx, node, result, code)
 
 
-@rule("MVN", versions=(6,), onnx="ReduceMean, Sub, Mul, Sqrt, Add, Div",
+@rule("MVN", versions=(6,), onnx="LayerNormalization (last axis, eps inside: Flatten, Reshape), else ReduceMean, "
+      "Sub, Mul, Sqrt, Add, Div",
       notes="axes input (may be computed), eps_mode inside_sqrt / outside_sqrt, normalize_variance")
 def mvn_6(ctx, node):
     attributes = node.get_attributes()
@@ -75,8 +101,11 @@ def mvn_6(ctx, node):
     mode = str(attributes.get("eps_mode", "inside_sqrt")).lower()
     if mode not in ("inside_sqrt", "outside_sqrt"):
         raise Unsupported(f"eps_mode={mode!r}")
-    result = _mvn(ctx, x, ctx.int64_vector(node, 1), bool(attributes.get("normalize_variance", True)),
-                  float(attributes["eps"]), mode == "inside_sqrt", code)
+    variance, eps = bool(attributes.get("normalize_variance", True)), float(attributes["eps"])
+    inside = mode == "inside_sqrt"
+    axes = ctx.const_value(node, 1)
+    result = (_as_layer_norm(ctx, node, x, None if axes is None else axes.reshape(-1), variance, eps, inside)
+              or _mvn(ctx, x, ctx.int64_vector(node, 1), variance, eps, inside, code))
     _finish(ctx, node, result, code)
 
 
