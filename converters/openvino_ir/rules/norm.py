@@ -12,6 +12,7 @@ from onnx import TensorProto
 
 from .._registry import Unsupported, rule
 from .._types import numpy_type
+from .conv import _constant, _only_reader, _take
 
 
 def _begin_f32(ctx, node, index: int = 0) -> tuple[str, int]:
@@ -38,8 +39,27 @@ def _scalar(ctx, value: float, code: int, hint: str) -> str:
     return ctx.const(np.array(value, work), hint)
 
 
-def _as_layer_norm(ctx, node, x: str, axes, normalize_variance: bool, eps: float, inside: bool) -> str | None:
-    """MVN over the last axis alone (eps inside the root) as LayerNormalization with a unit scale, else None.
+def _scale_reader(node, rank: int, width: int) -> tuple | None:
+    """(the Multiply, its [width] f32 scale) when the MVN's only reader multiplies it by a constant per last-axis
+    scale without broadcasting it further (a LayerNorm's gamma; nncf's smooth-quant scale before a pre-LN
+    transformer's quantized matmul), else None."""
+    multiply = _only_reader(node, "Multiply")
+    if multiply is None or multiply.get_output_partial_shape(0) != node.get_output_partial_shape(0) or \
+            str(multiply.get_attributes().get("auto_broadcast", "numpy")).lower() != "numpy":
+        return None
+    other = 1 if multiply.input_value(0).get_node().get_name() == node.get_name() else 0
+    scale = _constant(multiply.input_value(other))
+    if scale is None or scale.dtype != np.float32 or scale.ndim > rank or scale.size != width or \
+            scale.shape[-1] != width:
+        return None
+    return multiply, scale.reshape(width)
+
+
+def _as_layer_norm(ctx, node, x: str, axes, normalize_variance: bool, eps: float, inside: bool,
+                   code: int) -> str | None:
+    """MVN over the last axis alone (eps inside the root) as LayerNormalization, else None. Its scale is a
+    Multiply by a per-last-axis constant that is the MVN's only reader (taken: the same product, the kernel
+    multiplies the normalised value by it), else 1.
 
     onnxruntime runs it as one kernel where the decomposition takes seven, and its result is as close to the f64
     value (docs/performance.md). It sees a 2-D view of x: onnxruntime fuses a residual Add of two 3-D tensors
@@ -51,7 +71,11 @@ def _as_layer_norm(ctx, node, x: str, axes, normalize_variance: bool, eps: float
     rank = shape.rank.get_length()
     if rank < 2 or {int(a) % rank for a in axes} != {rank - 1} or not shape[rank - 1].is_static:
         return None
-    scale = ctx.const(np.ones(shape[rank - 1].get_length(), np.float32), "unit_scale")
+    width = shape[rank - 1].get_length()
+    reader = _scale_reader(node, rank, width) if code == TensorProto.FLOAT else None
+    if reader is not None:
+        _take(ctx, node, reader[0])
+    scale = ctx.const(reader[1] if reader is not None else np.ones(width, np.float32), "scale")
     if rank == 2:
         return ctx.emit("LayerNormalization", [x, scale], axis=-1, epsilon=eps)
     rows = ctx.emit("Flatten", [x], axis=rank - 1)
@@ -87,7 +111,7 @@ def mvn_1(ctx, node):
             raise Unsupported("across_channels without reduction_axes needs a static rank")
         axes = list(range(1 if attributes.get("across_channels") else 2, rank))
     variance, eps = bool(attributes.get("normalize_variance", True)), float(attributes["eps"])
-    result = (_as_layer_norm(ctx, node, x, axes, variance, eps, True)
+    result = (_as_layer_norm(ctx, node, x, axes, variance, eps, True, code)
               or _mvn(ctx, x, ctx.const(np.array(axes, np.int64), "axes"), variance, eps, True, code))
     _finish(ctx, node, result, code)
 
@@ -104,7 +128,8 @@ def mvn_6(ctx, node):
     variance, eps = bool(attributes.get("normalize_variance", True)), float(attributes["eps"])
     inside = mode == "inside_sqrt"
     axes = ctx.const_value(node, 1)
-    result = (_as_layer_norm(ctx, node, x, None if axes is None else axes.reshape(-1), variance, eps, inside)
+    axes = None if axes is None else axes.reshape(-1)
+    result = (_as_layer_norm(ctx, node, x, axes, variance, eps, inside, code)
               or _mvn(ctx, x, ctx.int64_vector(node, 1), variance, eps, inside, code))
     _finish(ctx, node, result, code)
 
