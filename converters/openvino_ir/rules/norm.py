@@ -39,27 +39,27 @@ def _scalar(ctx, value: float, code: int, hint: str) -> str:
     return ctx.const(np.array(value, work), hint)
 
 
-def _scale_reader(node, rank: int, width: int) -> tuple | None:
-    """(the Multiply, its [width] f32 scale) when the MVN's only reader multiplies it by a constant per last-axis
-    scale without broadcasting it further (a LayerNorm's gamma; nncf's smooth-quant scale before a pre-LN
-    transformer's quantized matmul), else None."""
-    multiply = _only_reader(node, "Multiply")
-    if multiply is None or multiply.get_output_partial_shape(0) != node.get_output_partial_shape(0) or \
-            str(multiply.get_attributes().get("auto_broadcast", "numpy")).lower() != "numpy":
+def _per_axis_reader(node, kind: str, rank: int, width: int) -> tuple | None:
+    """(the reader, its [width] f32 constant) when `node`'s only reader is a `kind` (Multiply, Add) of it and a
+    constant along the last axis that broadcasts it no further, else None."""
+    reader = _only_reader(node, kind)
+    if reader is None or reader.get_output_partial_shape(0) != node.get_output_partial_shape(0) or \
+            str(reader.get_attributes().get("auto_broadcast", "numpy")).lower() != "numpy":
         return None
-    other = 1 if multiply.input_value(0).get_node().get_name() == node.get_name() else 0
-    scale = _constant(multiply.input_value(other))
-    if scale is None or scale.dtype != np.float32 or scale.ndim > rank or scale.size != width or \
-            scale.shape[-1] != width:
+    other = 1 if reader.input_value(0).get_node().get_name() == node.get_name() else 0
+    value = _constant(reader.input_value(other))
+    if value is None or value.dtype != np.float32 or value.ndim > rank or value.size != width or \
+            value.shape[-1] != width:
         return None
-    return multiply, scale.reshape(width)
+    return reader, value.reshape(width)
 
 
 def _as_layer_norm(ctx, node, x: str, axes, normalize_variance: bool, eps: float, inside: bool,
                    code: int) -> str | None:
-    """MVN over the last axis alone (eps inside the root) as LayerNormalization, else None. Its scale is a
-    Multiply by a per-last-axis constant that is the MVN's only reader (taken: the same product, the kernel
-    multiplies the normalised value by it), else 1.
+    """MVN over the last axis alone (eps inside the root) as LayerNormalization, else None. A Multiply by a
+    per-last-axis constant that is the MVN's only reader becomes its scale (a LayerNorm's gamma; nncf's
+    smooth-quant scale before a pre-LN transformer's quantized matmul), an Add of one after that its bias (beta):
+    taken, as the kernel computes the same products and sums in the same order.
 
     onnxruntime runs it as one kernel where the decomposition takes seven, and its result is as close to the f64
     value (docs/performance.md). It sees a 2-D view of x: onnxruntime fuses a residual Add of two 3-D tensors
@@ -72,14 +72,17 @@ def _as_layer_norm(ctx, node, x: str, axes, normalize_variance: bool, eps: float
     if rank < 2 or {int(a) % rank for a in axes} != {rank - 1} or not shape[rank - 1].is_static:
         return None
     width = shape[rank - 1].get_length()
-    reader = _scale_reader(node, rank, width) if code == TensorProto.FLOAT else None
-    if reader is not None:
-        _take(ctx, node, reader[0])
-    scale = ctx.const(reader[1] if reader is not None else np.ones(width, np.float32), "scale")
+    gamma = _per_axis_reader(node, "Multiply", rank, width) if code == TensorProto.FLOAT else None
+    beta = _per_axis_reader(gamma[0] if gamma else node, "Add", rank, width) if code == TensorProto.FLOAT else None
+    for taken in (gamma, beta):
+        if taken is not None:
+            _take(ctx, node, taken[0])
+    parameters = [ctx.const(gamma[1] if gamma else np.ones(width, np.float32), "scale")]
+    parameters += [ctx.const(beta[1], "bias")] if beta else []
     if rank == 2:
-        return ctx.emit("LayerNormalization", [x, scale], axis=-1, epsilon=eps)
+        return ctx.emit("LayerNormalization", [x] + parameters, axis=-1, epsilon=eps)
     rows = ctx.emit("Flatten", [x], axis=rank - 1)
-    normal = ctx.emit("LayerNormalization", [rows, scale], axis=-1, epsilon=eps)
+    normal = ctx.emit("LayerNormalization", [rows] + parameters, axis=-1, epsilon=eps)
     dims = ctx.const(np.array(list(shape.to_shape()), np.int64), "shape") if shape.is_static else ctx.emit("Shape", [x])
     return ctx.emit("Reshape", [normal, dims])
 
