@@ -59,7 +59,8 @@ def _as_layer_norm(ctx, node, x: str, axes, normalize_variance: bool, eps: float
     """MVN over the last axis alone (eps inside the root) as LayerNormalization, else None. A Multiply by a
     per-last-axis constant that is the MVN's only reader becomes its scale (a LayerNorm's gamma; nncf's
     smooth-quant scale before a pre-LN transformer's quantized matmul), an Add of one after that its bias (beta):
-    taken, as the kernel computes the same products and sums in the same order.
+    taken, as the kernel computes the same product or sum (bit for bit; with both, a fused multiply-add: one
+    rounding fewer, ~1 ulp apart).
 
     onnxruntime runs it as one kernel where the decomposition takes seven, and its result is as close to the f64
     value (docs/performance.md). It sees a 2-D view of x: onnxruntime fuses a residual Add of two 3-D tensors
