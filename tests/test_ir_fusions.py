@@ -49,6 +49,57 @@ def test_gelu_tanh_is_fused_into_fast_gelu_by_onnxruntime(tmp_path):
         np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=2e-6)
 
 
+#: MVN cases: (input shape, axes, eps_mode, element type, the shapes of constants the MVN's output is multiplied
+#: by and then added to (None: no such op), whether it imports as LayerNormalization, which of those ops it takes)
+MVN = {
+    "bert_residual": ([1, 16, 32], [-1], "inside_sqrt", ov.Type.f32, None, None, True, ()),
+    "dynamic_batch": ([-1, 16, 32], [2], "inside_sqrt", ov.Type.f32, None, None, True, ()),
+    "rows": ([16, 32], [1], "inside_sqrt", ov.Type.f32, None, None, True, ()),
+    "f16": ([2, 16, 32], [-1], "inside_sqrt", ov.Type.f16, None, None, True, ()),
+    "eps_outside": ([1, 16, 32], [-1], "outside_sqrt", ov.Type.f32, None, None, False, ()),
+    "two_axes": ([1, 16, 32], [1, 2], "inside_sqrt", ov.Type.f32, None, None, False, ()),
+    "smooth_quant_scale": ([1, 16, 32], [-1], "inside_sqrt", ov.Type.f32, [1, 1, 32], None, True, ("Mul",)),
+    "gamma_beta": ([-1, 16, 32], [-1], "inside_sqrt", ov.Type.f32, [32], [1, 32], True, ("Mul", "Add")),
+    "beta_only": ([2, 16, 32], [-1], "inside_sqrt", ov.Type.f32, None, [32], True, ("Add",)),
+    "scale_broadcast_over_rows": ([1, 16, 32], [-1], "inside_sqrt", ov.Type.f32, [16, 32], [32], True, ()),
+    "bias_broadcast_over_rows": ([1, 16, 32], [-1], "inside_sqrt", ov.Type.f32, [32], [16, 32], True, ("Mul",)),
+    "f16_gamma_beta": ([2, 16, 32], [-1], "inside_sqrt", ov.Type.f16, [32], [32], True, ()),
+}
+
+
+@pytest.mark.parametrize("case_id", list(MVN))
+def test_mvn_over_the_last_axis_runs_as_layer_normalization(case_id, tmp_path):
+    """MVN after a residual Add (BERT's LayerNorm) runs as onnxruntime's LayerNormalization kernel, not fused
+    into its slower SkipLayerNormalization, with a per-last-axis Multiply and Add after it as its scale and bias;
+    other axes or eps outside the root stay decomposed."""
+    shape, axes, eps_mode, element, scale_shape, bias_shape, fused, taken = MVN[case_id]
+    x = op.parameter(shape, element, name="x")
+    rng = np.random.default_rng(7)
+    weights = op.constant(rng.standard_normal((shape[-1], shape[-1])).astype(element.to_dtype()))
+    residual = op.add(x, op.matmul(x, weights, False, False))
+    output = op.mvn(residual, op.constant(np.array(axes, np.int64)), True, 1e-5, eps_mode)
+    if scale_shape is not None:
+        output = op.multiply(output, op.constant(rng.uniform(0.5, 2, scale_shape).astype(element.to_dtype())))
+    if bias_shape is not None:
+        output = op.add(output, op.constant(rng.uniform(-1, 1, bias_shape).astype(element.to_dtype())))
+    model = ov.Model([op.relu(output)], [x])  # (a model output keeps its own node)
+    onnx_model = import_ir(model)
+    session, ops = _optimized(onnx_model, tmp_path / "mvn.onnx")
+    assert ("LayerNormalization" in ops and "ReduceMean" not in ops) == fused
+    assert "SkipLayerNormalization" not in ops
+    if fused:  # the imported Muls and Adds: the residual Add, and the scale's and the bias's when not taken
+        imported = [n.op_type for n in onnx_model.graph.node]
+        assert imported.count("Mul") == int(scale_shape is not None and "Mul" not in taken)
+        assert imported.count("Add") == 1 + int(bias_shape is not None and "Add" not in taken)
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    for seed in range(3):
+        data = np.random.default_rng(seed).standard_normal([abs(d) for d in shape]) * (1 + seed) + 10 * seed
+        data = data.astype(element.to_dtype())
+        want = compiled({"x": data})[0]
+        tolerance = dict(rtol=1e-2, atol=1e-2) if element == ov.Type.f16 else dict(rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(session.run(None, {"x": data})[0], want, **tolerance)
+
+
 def test_gelu_tanh_unfused_is_bit_for_bit_the_multiplied_out_cube():
     """Without graph optimisation onnxruntime computes Pow(x, 3) as x·x·x: the same values as the earlier form."""
     x = op.parameter([4, 64], ov.Type.f32, name="x")

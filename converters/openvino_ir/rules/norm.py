@@ -1,6 +1,7 @@
 """Normalisation: MVN-1/6, BatchNormInference-1/5, GroupNormalization-12, NormalizeL2-1, LRN-1.
 
-Decomposed into ONNX reductions where ONNX's own op differs (MeanVarianceNormalization has a fixed eps,
+MVN over the last axis alone becomes LayerNormalization (unit scale, over a 2-D view: _as_layer_norm); the
+rest is decomposed into ONNX reductions where ONNX's own op differs (MeanVarianceNormalization has a fixed eps,
 GroupNormalization-18 scales per group, LRN is across channels only). f16 data is normalised in f32 and
 rounded once at the end, as OpenVINO's CPU plugin does (an f16 mean and variance would lose digits).
 """
@@ -11,6 +12,7 @@ from onnx import TensorProto
 
 from .._registry import Unsupported, rule
 from .._types import numpy_type
+from .conv import _constant, _only_reader, _take
 
 
 def _begin_f32(ctx, node, index: int = 0) -> tuple[str, int]:
@@ -37,6 +39,55 @@ def _scalar(ctx, value: float, code: int, hint: str) -> str:
     return ctx.const(np.array(value, work), hint)
 
 
+def _per_axis_reader(node, kind: str, rank: int, width: int) -> tuple | None:
+    """(the reader, its [width] f32 constant) when `node`'s only reader is a `kind` (Multiply, Add) of it and a
+    constant along the last axis that broadcasts it no further, else None."""
+    reader = _only_reader(node, kind)
+    if reader is None or reader.get_output_partial_shape(0) != node.get_output_partial_shape(0) or \
+            str(reader.get_attributes().get("auto_broadcast", "numpy")).lower() != "numpy":
+        return None
+    other = 1 if reader.input_value(0).get_node().get_name() == node.get_name() else 0
+    value = _constant(reader.input_value(other))
+    if value is None or value.dtype != np.float32 or value.ndim > rank or value.size != width or \
+            value.shape[-1] != width:
+        return None
+    return reader, value.reshape(width)
+
+
+def _as_layer_norm(ctx, node, x: str, axes, normalize_variance: bool, eps: float, inside: bool,
+                   code: int) -> str | None:
+    """MVN over the last axis alone (eps inside the root) as LayerNormalization, else None. A Multiply by a
+    per-last-axis constant that is the MVN's only reader becomes its scale (a LayerNorm's gamma; nncf's
+    smooth-quant scale before a pre-LN transformer's quantized matmul), an Add of one after that its bias (beta):
+    taken, as the kernel computes the same product or sum (bit for bit; with both, a fused multiply-add: one
+    rounding fewer, ~1 ulp apart).
+
+    onnxruntime runs it as one kernel where the decomposition takes seven, and its result is as close to the f64
+    value (docs/performance.md). It sees a 2-D view of x: onnxruntime fuses a residual Add of two 3-D tensors
+    and the LayerNormalization after it into SkipLayerNormalization, whose CPU kernel measured slower than
+    the seven ops."""
+    shape = node.get_input_partial_shape(0)
+    if axes is None or not (normalize_variance and inside) or not shape.rank.is_static:
+        return None
+    rank = shape.rank.get_length()
+    if rank < 2 or {int(a) % rank for a in axes} != {rank - 1} or not shape[rank - 1].is_static:
+        return None
+    width = shape[rank - 1].get_length()
+    gamma = _per_axis_reader(node, "Multiply", rank, width) if code == TensorProto.FLOAT else None
+    beta = _per_axis_reader(gamma[0] if gamma else node, "Add", rank, width) if code == TensorProto.FLOAT else None
+    for taken in (gamma, beta):
+        if taken is not None:
+            _take(ctx, node, taken[0])
+    parameters = [ctx.const(gamma[1] if gamma else np.ones(width, np.float32), "scale")]
+    parameters += [ctx.const(beta[1], "bias")] if beta else []
+    if rank == 2:
+        return ctx.emit("LayerNormalization", [x] + parameters, axis=-1, epsilon=eps)
+    rows = ctx.emit("Flatten", [x], axis=rank - 1)
+    normal = ctx.emit("LayerNormalization", [rows] + parameters, axis=-1, epsilon=eps)
+    dims = ctx.const(np.array(list(shape.to_shape()), np.int64), "shape") if shape.is_static else ctx.emit("Shape", [x])
+    return ctx.emit("Reshape", [normal, dims])
+
+
 def _mvn(ctx, x: str, axes: str, normalize_variance: bool, eps: float, inside: bool, code: int) -> str:
     centred = ctx.emit("Sub", [x, ctx.emit("ReduceMean", [x, axes], keepdims=1)])
     if not normalize_variance:
@@ -50,7 +101,8 @@ def _mvn(ctx, x: str, axes: str, normalize_variance: bool, eps: float, inside: b
     return ctx.emit("Div", [centred, scale])
 
 
-@rule("MVN", versions=(2,), onnx="ReduceMean, Sub, Mul, Sqrt, Add, Div",  # MVN-1 is recorded as opset2
+@rule("MVN", versions=(2,), onnx="LayerNormalization (last axis: Flatten, Reshape), else ReduceMean, Sub, Mul, "
+      "Sqrt, Add, Div",  # MVN-1 is recorded as opset2
       notes="reduction_axes, else across_channels: axes 1.. or 2..; eps added inside the square root "
             "(what OpenVINO computes; checked against its CPU plugin)")
 def mvn_1(ctx, node):
@@ -62,12 +114,14 @@ def mvn_1(ctx, node):
         if rank is None:
             raise Unsupported("across_channels without reduction_axes needs a static rank")
         axes = list(range(1 if attributes.get("across_channels") else 2, rank))
-    result = _mvn(ctx, x, ctx.const(np.array(axes, np.int64), "axes"),
-                  bool(attributes.get("normalize_variance", True)), float(attributes["eps"]), True, code)
+    variance, eps = bool(attributes.get("normalize_variance", True)), float(attributes["eps"])
+    result = (_as_layer_norm(ctx, node, x, axes, variance, eps, True, code)
+              or _mvn(ctx, x, ctx.const(np.array(axes, np.int64), "axes"), variance, eps, True, code))
     _finish(ctx, node, result, code)
 
 
-@rule("MVN", versions=(6,), onnx="ReduceMean, Sub, Mul, Sqrt, Add, Div",
+@rule("MVN", versions=(6,), onnx="LayerNormalization (last axis, eps inside: Flatten, Reshape), else ReduceMean, "
+      "Sub, Mul, Sqrt, Add, Div",
       notes="axes input (may be computed), eps_mode inside_sqrt / outside_sqrt, normalize_variance")
 def mvn_6(ctx, node):
     attributes = node.get_attributes()
@@ -75,8 +129,12 @@ def mvn_6(ctx, node):
     mode = str(attributes.get("eps_mode", "inside_sqrt")).lower()
     if mode not in ("inside_sqrt", "outside_sqrt"):
         raise Unsupported(f"eps_mode={mode!r}")
-    result = _mvn(ctx, x, ctx.int64_vector(node, 1), bool(attributes.get("normalize_variance", True)),
-                  float(attributes["eps"]), mode == "inside_sqrt", code)
+    variance, eps = bool(attributes.get("normalize_variance", True)), float(attributes["eps"])
+    inside = mode == "inside_sqrt"
+    axes = ctx.const_value(node, 1)
+    axes = None if axes is None else axes.reshape(-1)
+    result = (_as_layer_norm(ctx, node, x, axes, variance, eps, inside, code)
+              or _mvn(ctx, x, ctx.int64_vector(node, 1), variance, eps, inside, code))
     _finish(ctx, node, result, code)
 
 
