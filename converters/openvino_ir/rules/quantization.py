@@ -1049,13 +1049,13 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
     replacement, product = _pointwise_matmul(graph, weights, scales, axis, bias, stem, bool(chain))
     last = chain[-1] if chain else conv
     result, last_nhwc = last.output[0], f"{stem}/channels_last"
-    before, flowing = conv.output[0], product
+    renamed = {conv.output[0]: product}  # each value of the chain and its channels-last name
     for node in chain:  # rewired in place, channels last
-        node.input[:] = [flowing if name == before else _channels_last_constant(graph, name, channels)
+        node.input[:] = [renamed[name] if name in renamed else _channels_last_constant(graph, name, channels)
                          if node.op_type in _PER_CHANNEL_ARITHMETIC else name for name in node.input]
         before = node.output[0]
-        flowing = last_nhwc if node is last else f"{before}/channels_last"
-        node.output[0] = flowing
+        renamed[before] = last_nhwc if node is last else f"{before}/channels_last"
+        node.output[0] = renamed[before]
     from onnx import helper
 
     index = graph.nodes.index(conv)
@@ -1159,11 +1159,38 @@ def _pointwise_parameters(graph: _Graph, weights: _Weights):
     return found[0], found[2], bias
 
 
+def _swish_after(graph: _Graph, value: str) -> list | None:
+    """The nodes of value * Sigmoid([beta *] value) (the QDQ form's Swish: rules/elementwise.py, beta a scalar
+    constant) when they are all that read `value`, else None: elementwise, so they run channels last too."""
+    readers = graph.readers.get(value, [])
+    if len(readers) != 2 or value in graph.keep:
+        return None
+    for first, product in (readers, readers[::-1]):
+        nodes, sigmoid = [first], first
+        if first.op_type == "Mul":  # the beta scaling
+            other = first.input[1] if first.input[0] == value else first.input[0]
+            if graph.values.get(other, np.ones(2)).size != 1:
+                continue
+            sigmoid = graph.only_reader(first.output[0])
+            nodes.append(sigmoid)
+        if sigmoid is not None and sigmoid.op_type == "Sigmoid" and product.op_type == "Mul" \
+                and graph.only_reader(sigmoid.output[0]) is product \
+                and sorted(product.input) == sorted([value, sigmoid.output[0]]):
+            return nodes + [product]
+    return None
+
+
 def _channels_last_chain(graph: _Graph, conv, channels: int) -> list:
-    """The nodes after `conv` that can run channels last too: per-channel arithmetic, elementwise activations,
-    up to one per-tensor QuantizeLinear, each the only reader of the one before."""
+    """The nodes after `conv` that can run channels last too: per-channel arithmetic, elementwise activations
+    (a Swish as Sigmoid and Mul: _swish_after), up to one per-tensor QuantizeLinear, each the only reader of
+    the one before."""
     chain, value = [], conv.output[0]
     while True:
+        swish = _swish_after(graph, value)
+        if swish is not None:
+            chain.extend(swish)
+            value = swish[-1].output[0]
+            continue
         after = graph.only_reader(value)
         if after is None or len(after.output) != 1:
             return chain
