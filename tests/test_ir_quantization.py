@@ -683,11 +683,13 @@ def _grouped_model(in_channels, out_channels, groups, size, stride, seed):
 
 
 #: (input channels, output channels, groups, size, stride) -> groups after the rewrite: regnet's groups of 8
-#: (pairs merged; 5 groups of 8 only all together), a stride, groups of 4 in, 8 out
+#: (pairs merged; 3 groups of 8 only all together, 13 not at all: MAX_DENSE_GROUPS), a stride, groups of 4
+#: in, 8 out
 GROUPED_CASES = {
     "regnet_pairs": ((48, 48, 6, 6, 1), 3),
     "strided": ((32, 32, 4, 7, 2), 2),
-    "prime_group_count": ((40, 40, 5, 5, 1), 1),
+    "prime_group_count": ((24, 24, 3, 5, 1), 1),
+    "prime_group_count_above_dense_limit": ((104, 104, 13, 5, 1), 13),
     "wider_output": ((16, 32, 4, 5, 1), 1),
 }
 

@@ -1518,15 +1518,21 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
 #: own im2col + GEMM, and MLAS's integer GEMM takes output columns in sixteens: regnet's groups of 8 channels
 #: ran at a sixth of OpenVINO's rate. Measured (3x3, NHWC uint8, 1 thread): 208 channels in 26 groups at 14x14
 #: 0.60x the time with groups of 16, 0.96x of 104, 1.44x dense; 440 in 55 at 7x7 0.66x with groups of 40;
-#: 48 in 6 at 112 -> 56 0.62x with 16; 104 in 13 at 28x28 0.83x dense (13 is prime); groups of 16 merged
-#: further gain little (64 in 4 at 56x56: 0.93x with 32).
+#: 48 in 6 at 112 -> 56 0.62x with 16; groups of 16 merged further gain little (64 in 4 at 56x56: 0.93x with 32).
 GROUP_WIDTH = 16
+#: the most groups merged into one dense convolution, where no other divisor of the group count reaches
+#: GROUP_WIDTH (a prime count). 104 channels in 13 groups of 8 (regnet): dense 1.37x (56 -> 28, stride 2) and
+#: 1.45x (28x28) the time of the 13 groups (interleaved, 60 calls; an earlier run had measured 0.83x), regnet
+#: end to end 0.94x with them left at 13 groups (paired, 2 x 300 rounds). 2 to 4 groups still merge (not
+#: re-measured).
+MAX_DENSE_GROUPS = 4
 
 
 def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
     """DequantizeLinear(x) -> Conv(DequantizeLinear(int8 w, s_w, z_w), group g) -> QuantizeLinear with fewer
     than GROUP_WIDTH input channels per group (not depthwise) becomes the same Conv with m neighbouring groups
-    merged into one (g / m groups, m the smallest divisor of g reaching the width): the weights block-diagonal,
+    merged into one (g / m groups, m the smallest divisor of g reaching the width; a prime g above
+    MAX_DENSE_GROUPS stays as written): the weights block-diagonal,
     each output channel's weights where its own group's inputs are and its zero point elsewhere, which
     dequantizes to 0. The same integer products plus exact zeros: onnxruntime's QLinearConv gives the same
     bits, in fewer, wider GEMMs (GROUP_WIDTH)."""
@@ -1555,6 +1561,8 @@ def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
             continue
         merged = next(m for m in range(2, groups + 1) if groups % m == 0 and (m * q.shape[1] >= GROUP_WIDTH
                                                                              or m == groups))
+        if merged == groups > MAX_DENSE_GROUPS:
+            continue  # one dense convolution of `groups` times the products: slower than the groups
         width, out_width, kernel = q.shape[1], q.shape[0] // groups, q.shape[2:]
         # [merged groups, m, outputs per group, m, inputs per group, kernel...]: group r of a merged one
         # reads input block r
