@@ -683,13 +683,13 @@ def _grouped_model(in_channels, out_channels, groups, size, stride, seed):
 
 
 #: (input channels, output channels, groups, size, stride) -> groups after the rewrite: regnet's groups of 8
-#: (pairs merged; 3 groups of 8 only all together, 13 not at all: MAX_DENSE_GROUPS), a stride, groups of 4
-#: in, 8 out
+#: (pairs merged; 3 groups of 8 only all together, 13 padded to 14 and merged in pairs: MAX_DENSE_GROUPS), a
+#: stride, groups of 4 in, 8 out
 GROUPED_CASES = {
     "regnet_pairs": ((48, 48, 6, 6, 1), 3),
     "strided": ((32, 32, 4, 7, 2), 2),
     "prime_group_count": ((24, 24, 3, 5, 1), 1),
-    "prime_group_count_above_dense_limit": ((104, 104, 13, 5, 1), 13),
+    "prime_group_count_above_dense_limit": ((104, 104, 13, 5, 1), 7),
     "wider_output": ((16, 32, 4, 5, 1), 1),
 }
 
@@ -697,8 +697,9 @@ GROUPED_CASES = {
 @pytest.mark.parametrize("case_id", list(GROUPED_CASES))
 def test_narrow_grouped_convolution_merges_groups(tmp_path, monkeypatch, case_id):
     """A grouped integer convolution of fewer than GROUP_WIDTH input channels per group is written with
-    neighbouring groups merged (block-diagonal int8 weights, zeros elsewhere): onnxruntime's fused QLinearConv
-    gives the very same values as on the convolution as written, within one level of OpenVINO."""
+    neighbouring groups merged (block-diagonal int8 weights, zeros elsewhere; a prime group count first padded
+    with zero groups, the input by a Pad, the output cut by a Slice): onnxruntime's fused QLinearConv gives the
+    very same values as on the convolution as written, within one level of OpenVINO."""
     from converters.openvino_ir.rules import quantization
 
     case, merged = GROUPED_CASES[case_id]
