@@ -20,9 +20,9 @@ dequantized_weights() below puts nncf's own int8 weights and Conv biases into th
 MaxPool of same-scale quantized data, and the reshapes after it, on the uint8 values, writes a 1x1
 convolution whose output is not quantized, with its bias, as a channels-last com.microsoft
 MatMulIntegerToFloat, a classifier head as a 3-D MatMul onnxruntime runs on integers, a strided stem
-convolution of few channels on SpaceToDepth, and merges narrow groups of a grouped convolution); a quantized
-spatial mean of quantized data (squeeze-excitation) is written GlobalAveragePool, which onnxruntime runs as
-QLinearGlobalAveragePool.
+convolution of few channels on SpaceToDepth, and merges narrow groups of a grouped convolution, a prime
+group count padded with zero groups first); a quantized spatial mean of quantized data (squeeze-excitation)
+is written GlobalAveragePool, which onnxruntime runs as QLinearGlobalAveragePool.
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
 plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
@@ -1520,13 +1520,12 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
 #: 0.60x the time with groups of 16, 0.96x of 104, 1.44x dense; 440 in 55 at 7x7 0.66x with groups of 40;
 #: 48 in 6 at 112 -> 56 0.62x with 16; groups of 16 merged further gain little (64 in 4 at 56x56: 0.93x with 32).
 GROUP_WIDTH = 16
-#: the most groups merged into one dense convolution, where no other divisor of the group count reaches
-#: GROUP_WIDTH (a prime count); above it the groups are padded with zero ones to a count that merges
-#: (_padded_groups: 13 groups of 8 -> 7 of 16, 0.81x the 13 groups' kernel time in regnet's profile, Pad and
-#: Slice included; regnet end to end 0.958x / 0.983x paired, 300 / 150 rounds). 104 channels in 13 groups of 8 (regnet): dense 1.37x (56 -> 28, stride 2) and
-#: 1.45x (28x28) the time of the 13 groups (interleaved, 60 calls; an earlier run had measured 0.83x), regnet
-#: end to end 0.94x with them left at 13 groups (paired, 2 x 300 rounds). 2 to 4 groups still merge (not
-#: re-measured).
+#: the most groups merged into one dense convolution where no other divisor of the group count reaches
+#: GROUP_WIDTH (a prime count); more are first padded with groups of zero weights to a count that merges
+#: (_padded_groups). 104 channels in 13 groups of 8 (regnet), 3x3 uint8 NHWC, 60 interleaved calls: dense 1.37x
+#: (56 -> 28, stride 2) and 1.45x (28x28) the time of the 13 groups (an earlier run had measured 0.83x), padded
+#: to 7 groups of 16 0.87x / 0.79x (Pad and Slice included); regnet end to end, paired: 13 groups vs dense
+#: 0.94x, padded vs 13 groups 0.958x-0.983x. 2 to 4 groups still merge dense (not re-measured).
 MAX_DENSE_GROUPS = 4
 
 
