@@ -438,9 +438,10 @@ def test_integer_convolution_saturates_as_openvino_does(tmp_path, channels, kern
     np.testing.assert_array_equal(session.run(None, feeds)[0], _run_ov(model, feeds)[0])
 
 
-def _pointwise_model(kernel=1, also_float=False, bias=True):
+def _pointwise_model(kernel=1, also_float=False, bias=True, swish=False):
     """x -> FakeQuantize -> Conv kernel x kernel with nncf's int8 weights -> bias Add -> HSwish -> per-channel
-    Multiply -> FakeQuantize: a convolution whose own output is not quantized (mobilenet_v3's expand convs)."""
+    Multiply -> FakeQuantize: a convolution whose own output is not quantized (mobilenet_v3's expand convs);
+    swish: Swish -> FakeQuantize instead (efficientnet's, written Sigmoid and Mul in the QDQ form)."""
     rng = np.random.default_rng(17)
     x = op.parameter([1, 6, 5, 5], ov.Type.f32, name="x")
     data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-128, 127, 0.03)], 256)
@@ -450,23 +451,29 @@ def _pointwise_model(kernel=1, also_float=False, bias=True):
     pad = [kernel // 2] * 2
     conv = op.convolution(data, weights, [1, 1], pad, pad, [1, 1])
     biased = op.add(conv, op.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32))) if bias else conv
-    activated = op.hswish(biased)
-    scaled = op.multiply(activated, op.constant(rng.uniform(0.5, 2, (1, 8, 1, 1)).astype(np.float32)))
+    activated = op.swish(biased) if swish else op.hswish(biased)
+    scaled = activated if swish else op.multiply(
+        activated, op.constant(rng.uniform(0.5, 2, (1, 8, 1, 1)).astype(np.float32)))
     out = op.fake_quantize(scaled, *[op.constant(v) for v in _step_limits(-128, 127, 0.04)], 256)
     feeds = {"x": rng.standard_normal((1, 6, 5, 5)).astype(np.float32) * 2}
     return ov.Model([out, activated] if also_float else [out], [x]), feeds
 
 
-@pytest.mark.parametrize("also_float, bias", [(False, True), (True, True), (False, False)])
-def test_pointwise_conv_with_float_output_runs_as_integer_matmul(tmp_path, also_float, bias):
+@pytest.mark.parametrize("also_float, bias, swish", [(False, True, False), (True, True, False),
+                                                     (False, False, False), (False, True, True)])
+def test_pointwise_conv_with_float_output_runs_as_integer_matmul(tmp_path, also_float, bias, swish):
     """A 1x1 convolution of quantized data whose output is not quantized becomes Transpose of the uint8 data
     -> com.microsoft MatMulIntegerToFloat (int8 weights, exact integer sums, the bias Add after the convolution
-    taken in) -> activation, per-channel Mul and QuantizeLinear channels last -> Transpose; the values stay
-    OpenVINO's."""
-    model, feeds = _pointwise_model(also_float=also_float, bias=bias)
+    taken in) -> activation (HSwish, or Swish as Sigmoid and Mul), per-channel Mul and QuantizeLinear channels
+    last -> Transpose of the uint8 levels back; the values stay OpenVINO's."""
+    model, feeds = _pointwise_model(also_float=also_float, bias=bias, swish=swish)
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     assert "Conv" not in ops and "Add" not in ops and ops.count("Transpose") == 2
+    if not also_float:  # (a model output stays channels first)
+        producer = {o: n for n in onnx_model.graph.node for o in n.output}
+        back = [n for n in onnx_model.graph.node if n.op_type == "Transpose"][-1]
+        assert producer[back.input[0]].op_type == "QuantizeLinear"
     [matmul] = [n for n in onnx_model.graph.node if n.op_type == "MatMulIntegerToFloat"]
     assert matmul.domain == "com.microsoft" and len(matmul.input) == (7 if bias else 5)
     session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
@@ -709,11 +716,13 @@ def _grouped_model(in_channels, out_channels, groups, size, stride, seed):
 
 
 #: (input channels, output channels, groups, size, stride) -> groups after the rewrite: regnet's groups of 8
-#: (pairs merged; 5 groups of 8 only all together), a stride, groups of 4 in, 8 out
+#: (pairs merged; 3 groups of 8 only all together, 13 padded to 14 and merged in pairs: MAX_DENSE_GROUPS), a
+#: stride, groups of 4 in, 8 out
 GROUPED_CASES = {
     "regnet_pairs": ((48, 48, 6, 6, 1), 3),
     "strided": ((32, 32, 4, 7, 2), 2),
-    "prime_group_count": ((40, 40, 5, 5, 1), 1),
+    "prime_group_count": ((24, 24, 3, 5, 1), 1),
+    "prime_group_count_above_dense_limit": ((104, 104, 13, 5, 1), 7),
     "wider_output": ((16, 32, 4, 5, 1), 1),
 }
 
@@ -721,8 +730,9 @@ GROUPED_CASES = {
 @pytest.mark.parametrize("case_id", list(GROUPED_CASES))
 def test_narrow_grouped_convolution_merges_groups(tmp_path, monkeypatch, case_id):
     """A grouped integer convolution of fewer than GROUP_WIDTH input channels per group is written with
-    neighbouring groups merged (block-diagonal int8 weights, zeros elsewhere): onnxruntime's fused QLinearConv
-    gives the very same values as on the convolution as written, within one level of OpenVINO."""
+    neighbouring groups merged (block-diagonal int8 weights, zeros elsewhere; a prime group count first padded
+    with zero groups, the input by a Pad, the output cut by a Slice): onnxruntime's fused QLinearConv gives the
+    very same values as on the convolution as written, within one level of OpenVINO."""
     from converters.openvino_ir.rules import quantization
 
     case, merged = GROUPED_CASES[case_id]

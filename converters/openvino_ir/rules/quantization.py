@@ -20,9 +20,9 @@ dequantized_weights() below puts nncf's own int8 weights and Conv biases into th
 MaxPool of same-scale quantized data, and the reshapes after it, on the uint8 values, writes a 1x1
 convolution whose output is not quantized, with its bias, as a channels-last com.microsoft
 MatMulIntegerToFloat, a classifier head as a 3-D MatMul onnxruntime runs on integers, a strided stem
-convolution of few channels on SpaceToDepth, and merges narrow groups of a grouped convolution); a quantized
-spatial mean of quantized data (squeeze-excitation) is written GlobalAveragePool, which onnxruntime runs as
-QLinearGlobalAveragePool.
+convolution of few channels on SpaceToDepth, and merges narrow groups of a grouped convolution, a prime
+group count padded with zero groups first); a quantized spatial mean of quantized data (squeeze-excitation)
+is written GlobalAveragePool, which onnxruntime runs as QLinearGlobalAveragePool.
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
 plugin, with its own precomputed scale and shift, does the same; docs/performance.md measures it). A
@@ -1049,13 +1049,13 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
     replacement, product = _pointwise_matmul(graph, weights, scales, axis, bias, stem, bool(chain))
     last = chain[-1] if chain else conv
     result, last_nhwc = last.output[0], f"{stem}/channels_last"
-    before, flowing = conv.output[0], product
+    renamed = {conv.output[0]: product}  # each value of the chain and its channels-last name
     for node in chain:  # rewired in place, channels last
-        node.input[:] = [flowing if name == before else _channels_last_constant(graph, name, channels)
+        node.input[:] = [renamed[name] if name in renamed else _channels_last_constant(graph, name, channels)
                          if node.op_type in _PER_CHANNEL_ARITHMETIC else name for name in node.input]
         before = node.output[0]
-        flowing = last_nhwc if node is last else f"{before}/channels_last"
-        node.output[0] = flowing
+        renamed[before] = last_nhwc if node is last else f"{before}/channels_last"
+        node.output[0] = renamed[before]
     from onnx import helper
 
     index = graph.nodes.index(conv)
@@ -1159,11 +1159,38 @@ def _pointwise_parameters(graph: _Graph, weights: _Weights):
     return found[0], found[2], bias
 
 
+def _swish_after(graph: _Graph, value: str) -> list | None:
+    """The nodes of value * Sigmoid([beta *] value) (the QDQ form's Swish: rules/elementwise.py, beta a scalar
+    constant) when they are all that read `value`, else None: elementwise, so they run channels last too."""
+    readers = graph.readers.get(value, [])
+    if len(readers) != 2 or value in graph.keep:
+        return None
+    for first, product in (readers, readers[::-1]):
+        nodes, sigmoid = [first], first
+        if first.op_type == "Mul":  # the beta scaling
+            other = first.input[1] if first.input[0] == value else first.input[0]
+            if graph.values.get(other, np.ones(2)).size != 1:
+                continue
+            sigmoid = graph.only_reader(first.output[0])
+            nodes.append(sigmoid)
+        if sigmoid is not None and sigmoid.op_type == "Sigmoid" and product.op_type == "Mul" \
+                and graph.only_reader(sigmoid.output[0]) is product \
+                and sorted(product.input) == sorted([value, sigmoid.output[0]]):
+            return nodes + [product]
+    return None
+
+
 def _channels_last_chain(graph: _Graph, conv, channels: int) -> list:
-    """The nodes after `conv` that can run channels last too: per-channel arithmetic, elementwise activations,
-    up to one per-tensor QuantizeLinear, each the only reader of the one before."""
+    """The nodes after `conv` that can run channels last too: per-channel arithmetic, elementwise activations
+    (a Swish as Sigmoid and Mul: _swish_after), up to one per-tensor QuantizeLinear, each the only reader of
+    the one before."""
     chain, value = [], conv.output[0]
     while True:
+        swish = _swish_after(graph, value)
+        if swish is not None:
+            chain.extend(swish)
+            value = swish[-1].output[0]
+            continue
         after = graph.only_reader(value)
         if after is None or len(after.output) != 1:
             return chain
@@ -1491,15 +1518,22 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
 #: own im2col + GEMM, and MLAS's integer GEMM takes output columns in sixteens: regnet's groups of 8 channels
 #: ran at a sixth of OpenVINO's rate. Measured (3x3, NHWC uint8, 1 thread): 208 channels in 26 groups at 14x14
 #: 0.60x the time with groups of 16, 0.96x of 104, 1.44x dense; 440 in 55 at 7x7 0.66x with groups of 40;
-#: 48 in 6 at 112 -> 56 0.62x with 16; 104 in 13 at 28x28 0.83x dense (13 is prime); groups of 16 merged
-#: further gain little (64 in 4 at 56x56: 0.93x with 32).
+#: 48 in 6 at 112 -> 56 0.62x with 16; groups of 16 merged further gain little (64 in 4 at 56x56: 0.93x with 32).
 GROUP_WIDTH = 16
+#: the most groups merged into one dense convolution where no other divisor of the group count reaches
+#: GROUP_WIDTH (a prime count); more are first padded with groups of zero weights to a count that merges
+#: (_padded_groups). 104 channels in 13 groups of 8 (regnet), 3x3 uint8 NHWC, 60 interleaved calls: dense 1.37x
+#: (56 -> 28, stride 2) and 1.45x (28x28) the time of the 13 groups (an earlier run had measured 0.83x), padded
+#: to 7 groups of 16 0.87x / 0.79x (Pad and Slice included); regnet end to end, paired: 13 groups vs dense
+#: 0.94x, padded vs 13 groups 0.958x-0.983x. 2 to 4 groups still merge dense (not re-measured).
+MAX_DENSE_GROUPS = 4
 
 
 def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
     """DequantizeLinear(x) -> Conv(DequantizeLinear(int8 w, s_w, z_w), group g) -> QuantizeLinear with fewer
     than GROUP_WIDTH input channels per group (not depthwise) becomes the same Conv with m neighbouring groups
-    merged into one (g / m groups, m the smallest divisor of g reaching the width): the weights block-diagonal,
+    merged into one (g / m groups, m the smallest divisor of g reaching the width; a prime g above
+    MAX_DENSE_GROUPS first padded with groups of zero weights: _padded_groups): the weights block-diagonal,
     each output channel's weights where its own group's inputs are and its zero point elsewhere, which
     dequantizes to 0. The same integer products plus exact zeros: onnxruntime's QLinearConv gives the same
     bits, in fewer, wider GEMMs (GROUP_WIDTH)."""
@@ -1528,6 +1562,12 @@ def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
             continue
         merged = next(m for m in range(2, groups + 1) if groups % m == 0 and (m * q.shape[1] >= GROUP_WIDTH
                                                                              or m == groups))
+        if merged == groups > MAX_DENSE_GROUPS:  # (one dense convolution: `groups` times the products)
+            padded = _padded_groups(nodes, initializers, conv, weights_dq, (q, scale, zero, groups),
+                                    (values, producer, readers))
+            if padded is None:
+                continue
+            q, zero, groups, merged = padded
         width, out_width, kernel = q.shape[1], q.shape[0] // groups, q.shape[2:]
         # [merged groups, m, outputs per group, m, inputs per group, kernel...]: group r of a merged one
         # reads input block r
@@ -1545,6 +1585,69 @@ def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
         kept = [a for a in conv.attribute if a.name != "group"]
         del conv.attribute[:]
         conv.attribute.extend(kept + [helper.make_attribute("group", groups // merged)])
+
+
+def _padded_groups(nodes: list, initializers: list, conv, weights_dq, found: tuple, index: tuple):
+    """A grouped convolution of a prime group count (regnet's 13 groups of 8) given extra groups of zero
+    weights, so that a divisor of the new count merges groups to GROUP_WIDTH: its uint8 input padded with
+    zero-point channels (dequantized: 0) by a Pad, its per-channel scales, zero points and bias padded, and
+    the padded output channels (bias 0, so 0, quantized to the zero point) sliced off after the
+    QuantizeLinear that follows (through Relu / Clip only): the same integer products plus exact zeros.
+    `found` is _wider_groups' (q, scale, zero point, groups), `index` _index's lookups. Returns (q, zero,
+    groups, merged) padded, or None where the form does not fit (measured: MAX_DENSE_GROUPS)."""
+    from onnx import helper
+
+    (q, scale, zero, groups), (values, producer, readers) = found, index
+    dq = producer.get(conv.input[0])
+    width, out_width = q.shape[1], q.shape[0] // groups
+    need = -(-GROUP_WIDTH // width)
+    extra = next(k for k in range(1, need + 1) if (groups + k) % need == 0)
+    chain, name = [], conv.output[0]
+    while True:
+        [node] = readers[name]
+        chain.append(node)
+        if node.op_type == "QuantizeLinear":
+            break
+        name = node.output[0]
+    bias = values.get(conv.input[2]) if len(conv.input) > 2 and conv.input[2] else None
+    if dq is None or dq.op_type != "DequantizeLinear" or len(dq.input) < 3 or dq.input[2] not in values \
+            or any(n.op_type == "Add" for n in chain) or q.ndim != 4 or any(a.name == "axis" for a in dq.attribute) \
+            or (bias is None and len(conv.input) > 2 and conv.input[2]):
+        return None
+    stem = conv.name or conv.output[0]
+    channels = q.shape[0] + extra * out_width
+
+    def grown(array, fill):
+        return np.concatenate([array, np.full((channels - array.shape[0],) + array.shape[1:], fill, array.dtype)])
+
+    q = grown(q, 0)
+    if zero.size > 1:
+        zero = grown(zero.reshape(-1), 0)
+        weights_dq.input[2] = _append(initializers, f"{stem}/padded_zero_point", zero)
+    if scale.size > 1:
+        weights_dq.input[1] = _append(initializers, f"{stem}/padded_scale", grown(scale.reshape(-1), 1))
+    if bias is not None:
+        conv.input[2] = _append(initializers, f"{stem}/padded_bias", grown(bias.reshape(-1), 0))
+    pads = _append(initializers, f"{stem}/channel_pads", np.array([0, 0, 0, 0, 0, extra * width, 0, 0], np.int64))
+    pad = helper.make_node("Pad", [dq.input[0], pads, dq.input[2]], [f"{stem}/padded_input"], name=f"{stem}/pad")
+    padded_dq = helper.make_node("DequantizeLinear", [pad.output[0]] + list(dq.input[1:]), [f"{stem}/padded"],
+                                 name=f"{stem}/padded_dq")
+    conv.input[0] = padded_dq.output[0]
+    nodes[nodes.index(conv):nodes.index(conv)] = [pad, padded_dq]
+    quantize = chain[-1]
+    result = quantize.output[0]
+    quantize.output[0] = f"{result}/padded"
+    limits = [_append(initializers, f"{stem}/slice_{k}", np.array([v], np.int64))
+              for k, v in (("start", 0), ("end", channels - extra * out_width), ("axis", 1))]
+    nodes.insert(nodes.index(quantize) + 1, helper.make_node("Slice", [quantize.output[0]] + limits, [result],
+                                                             name=f"{stem}/unpad"))
+    return q, zero, groups + extra, need
+
+
+def _append(initializers: list, name: str, array: np.ndarray) -> str:
+    """Add `array` as initializer `name` (the passes' (name, ONNX type, array) list); returns the name."""
+    initializers.append((name, NUMPY_CODES[array.dtype], np.ascontiguousarray(array)))
+    return name
 
 
 def _static_shape(name: str, producer: dict, values: dict, shapes: dict, depth: int = 0):
