@@ -15,18 +15,17 @@ its full map. Written instead (all exact: the same values, NaN and inf included)
   which onnxruntime keeps blocked only in multiples of the block; the identity convolution (C channels,
   a multiple of 8 in the models measured) takes the gate into the blocked layout with the activation fused
   and costs ~1 µs on the 1×1 map.
-Only where the map itself comes out of an op onnxruntime keeps blocked (`_BLOCKED`): after efficientnet's
-exact Swish, which onnxruntime runs in NCHW, the same forms measured 2% slower (docs/performance.md).
+Only where the map is a convolution's output (+ bias, + an activation onnxruntime fuses into it), as in the SE
+blocks: after efficientnet's exact Swish, which onnxruntime runs in NCHW, the same forms measured 2% slower
+(docs/performance.md).
 """
 from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto
 
-#: OpenVINO producers whose ONNX form onnxruntime computes in the blocked layout (a convolution, its bias Add
-#: and an activation it fuses; pools and channel Concat)
-_BLOCKED = frozenset({"Convolution", "GroupConvolution", "Add", "Relu", "Clamp", "HSwish", "HSigmoid", "Sigmoid",
-                      "Tanh", "MaxPool", "AvgPool", "Concat"})
+#: activations onnxruntime fuses into a (blocked) convolution
+_FUSED_ACTIVATIONS = frozenset({"Relu", "Clamp", "HSwish", "HSigmoid", "Sigmoid", "Tanh"})
 #: the ONNX activations of an SE gate (Sigmoid; HSigmoid is imported as HardSigmoid)
 _GATES = ("Sigmoid", "HardSigmoid")
 
@@ -39,9 +38,25 @@ def _static_dims(partial_shape) -> list[int | None] | None:
 
 
 def _blocked_f32(ctx, node, port: int) -> bool:
-    """Input `port` is f32 data onnxruntime holds in its blocked layout."""
-    return (ctx.elem(node, port) == TensorProto.FLOAT
-            and node.input_value(port).get_node().get_type_name() in _BLOCKED)
+    """Input `port` is an f32 convolution's map [+ constant bias] [-> an activation onnxruntime fuses]: data
+    onnxruntime computes in its blocked layout. Narrow on purpose: after an Add of two maps (a residual) it
+    depends on both, and the forms pay only inside the blocked layout."""
+    if ctx.elem(node, port) != TensorProto.FLOAT:
+        return False
+    producer = node.input_value(port).get_node()
+    if producer.get_type_name() in _FUSED_ACTIVATIONS:
+        producer = producer.input_value(0).get_node()
+    if producer.get_type_name() == "Add":
+        kinds = [_decompressed(producer.input_value(i).get_node()).get_type_name() for i in (0, 1)]
+        if "Constant" not in kinds:
+            return False
+        producer = producer.input_value(1 - kinds.index("Constant")).get_node()
+    return producer.get_type_name() in ("Convolution", "GroupConvolution")
+
+
+def _decompressed(node):
+    """A Convert's input (f16-compressed constants are Constant -> Convert), else the node itself."""
+    return node.input_value(0).get_node() if node.get_type_name() == "Convert" else node
 
 
 def global_average(ctx, node) -> bool:
