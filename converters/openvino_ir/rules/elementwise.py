@@ -12,6 +12,7 @@ from onnx import TensorProto
 
 from .._registry import Unsupported, rule
 from .._types import FLOAT_CODES, INTEGER_CODES, UNSIGNED_CODES, numpy_type
+from ._nchwc import channel_gate
 
 _BINARY = {
     "Add": "Add", "Subtract": "Sub", "Multiply": "Mul", "Power": "Pow", "Maximum": "Max", "Minimum": "Min",
@@ -35,9 +36,14 @@ def broadcast_inputs(ctx, node, count: int = 2) -> list[str]:
 
 @rule(*_BINARY, versions=(1,),
       onnx="Add, Sub, Mul, Pow, Max, Min, Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or",
-      notes="auto_broadcast numpy / none are ONNX broadcasting",
+      notes="auto_broadcast numpy / none are ONNX broadcasting. A squeeze-excitation's Multiply of a "
+            "convolution's map by its Sigmoid / HSigmoid gate (N×C×1×1) is Resize (nearest) of the gate, an "
+            "equal-shape Mul and an identity depthwise Conv before the gate's activation: the same values, in "
+            "forms onnxruntime keeps in its NCHWc layout (rules/_nchwc.py)",
       refuses=("auto_broadcast pdpd: not ONNX broadcasting",))
 def binary(ctx, node):
+    if node.get_type_name() == "Multiply" and channel_gate(ctx, node):
+        return
     ctx.emit(_BINARY[node.get_type_name()], broadcast_inputs(ctx, node), [ctx.out(node)])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from onnx import TensorProto
 
 from .._registry import rule
+from ._nchwc import global_average
 
 _REDUCE = {"ReduceSum": "ReduceSum", "ReduceMean": "ReduceMean", "ReduceMax": "ReduceMax",
            "ReduceMin": "ReduceMin", "ReduceProd": "ReduceProd"}
@@ -17,8 +18,12 @@ def _reduce(ctx, node, op_type: str, data: str, outputs) -> str:
 
 @rule(*_REDUCE, versions=(1,),
       onnx="ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd",
-      notes="noop_with_empty_axes=1: empty axes reduce nothing, as in OpenVINO")
+      notes="noop_with_empty_axes=1: empty axes reduce nothing, as in OpenVINO. ReduceMean over H, W "
+            "(keep_dims) of a convolution's f32 map is GlobalAveragePool, which onnxruntime keeps in its NCHWc "
+            "layout (rules/_nchwc.py)")
 def reduce(ctx, node):
+    if node.get_type_name() == "ReduceMean" and global_average(ctx, node):
+        return
     _reduce(ctx, node, _REDUCE[node.get_type_name()], ctx.inp(node, 0), [ctx.out(node)])
 
 
