@@ -129,3 +129,58 @@ def test_power_of_two_scale_after_the_scores_is_the_same_values(head, scale):
     graph.node.extend(nodes)
     theirs = _session(onnx_model, optimize=False).run(None, feeds)[0]
     np.testing.assert_array_equal(ours, theirs)
+
+
+def _bert_attention(batch=1, mask=None, causal=False, scale=None):
+    """x -> three projections -> Reshape [0, 0, heads, D] -> Transpose [0, 2, 1, 3] -> ScaledDotProductAttention
+    -> Transpose [0, 2, 1, 3] -> Reshape [0, 0, heads * D]: the attention block of BERT-like IRs (f32)."""
+    length, heads, size = 12, 3, 8
+    rng = np.random.default_rng(batch + 10 * causal)
+    x = op.parameter([batch, length, heads * size], ov.Type.f32, name="x")
+    split = op.constant(np.array([0, 0, heads, size], np.int64))
+    order = op.constant(np.array([0, 2, 1, 3], np.int64))
+    q, k, v = (op.transpose(op.reshape(op.matmul(x, op.constant(
+        rng.standard_normal((heads * size, heads * size)).astype(np.float32) / 5), False, False), split, True), order)
+        for _ in range(3))
+    args = [q, k, v]
+    if mask is not None or scale is not None:
+        args.append(op.constant(mask if mask is not None else np.float32(0)))
+    if scale is not None:
+        args.append(op.constant(np.float32(scale)))
+    attention = op.scaled_dot_product_attention(*args, causal=causal)
+    out = op.reshape(op.transpose(attention, order), op.constant(np.array([0, 0, heads * size], np.int64)), True)
+    feeds = {"x": rng.standard_normal((batch, length, heads * size)).astype(np.float32)}
+    return ov.Model([out], [x]), feeds
+
+
+_RAGGED = np.where(np.arange(12) < 9, 0, -np.inf).astype(np.float32)
+#: (batch, mask, causal, scale); heads moved by onnxruntime's FusedMatMul
+HEAD_LAYOUTS = {
+    "float_mask_1x1x1xS": (1, _RAGGED.reshape(1, 1, 1, 12), False, None),
+    "bool_mask_1x1xLxS": (1, np.tril(np.ones((12, 12), bool)).reshape(1, 1, 12, 12), False, None),
+    "mask_3d": (1, np.tile(_RAGGED, (3, 12, 1)), False, None),
+    "no_mask": (1, None, False, None),
+    "causal": (1, None, True, None),
+    "scale_0.3_on_q": (1, None, False, 0.3),
+}
+
+
+@pytest.mark.parametrize("case_id", list(HEAD_LAYOUTS) + ["batch_2_keeps_4d"])
+def test_heads_of_batch_one_move_inside_the_matmuls(tmp_path, monkeypatch, case_id):
+    """Batch 1: Q, K and V are taken before the IR's Transpose [0, 2, 1, 3] and onnxruntime folds the 3-D
+    head transposes into FusedMatMul (transBatchA/B): one Transpose left (the output's); the values bit for bit
+    those of the 4-D form, and OpenVINO CPU's up to summation order. Batch 2 keeps the 4-D form."""
+    batch, mask, causal, scale = HEAD_LAYOUTS.get(case_id, (2, _RAGGED.reshape(1, 1, 1, 12), False, None))
+    model, feeds = _bert_attention(batch, mask, causal, scale)
+    onnx_model = import_ir(model)
+    session = _session(onnx_model, tmp_path / "optimized.onnx")
+    optimized = _ops(onnx.load(str(tmp_path / "optimized.onnx")))
+    assert optimized.count("Transpose") == (1 if batch == 1 else 4), optimized
+    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
+    got = session.run(None, feeds)[0]
+    np.testing.assert_allclose(got, want, **ACCUMULATION)
+    ours = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    monkeypatch.setattr("converters.openvino_ir.rules.attention._heads_of_batch_one", lambda *a: None)
+    four_d = import_ir(model)
+    np.testing.assert_array_equal(ours, _session(four_d, optimize=False).run(None, feeds)[0])
+    np.testing.assert_array_equal(got, _session(four_d).run(None, feeds)[0])

@@ -14,6 +14,12 @@ mask: causal=true -> -inf above the diagonal (aligned top-left: column j is mask
 j > i, whatever the two sequence lengths), and attention_mask is then ignored; else a boolean
 attention_mask (True = take part, False -> -inf) or a float one added to the scores. A row with every
 score -inf gives NaN in both runtimes (OpenVINO's CPU kernel and this decomposition).
+
+Batch 1, heads split off by the usual Reshape -> Transpose [0, 2, 1, 3] (float Q, K and V): the heads are
+taken from the [L, heads, D] tensor before that Transpose, moved to the front with 3-D Transposes right
+before each MatMul, and the result given its batch axis back. The same products summed in the same order,
+but onnxruntime folds those 3-D Transposes into FusedMatMul (transBatchA/B, a strided read) instead of
+copying Q, K and V: three of the four transposes of each attention block are gone.
 """
 from __future__ import annotations
 
@@ -30,7 +36,8 @@ def _dim(ctx, shape: str, index: int) -> str:
 
 
 def _causal_mask(ctx, query: str, key: str, dtype) -> str:
-    """[L, S] of 0 where column <= row, -inf elsewhere."""
+    """[L, S] of 0 where column <= row, -inf elsewhere (L, S: dim -2 of `query` and of `key`, or of V: the
+    same length)."""
     zero, one = (ctx.const(np.array(v, np.int64), n) for v, n in ((0, "zero"), (1, "one")))
     rows = _dim(ctx, ctx.emit("Shape", [query]), -2)
     columns = _dim(ctx, ctx.emit("Shape", [key]), -2)
@@ -74,43 +81,106 @@ def scaled_dot_product_attention(ctx, node):
     if code not in FLOAT_CODES:
         raise Unsupported("query must be floating point")
     dtype = numpy_type(code)
-    query, key, value = (ctx.inp(node, i) for i in range(3))
     rank = ctx.rank(node, 1)
     if rank is None or rank < 2:
         raise Unsupported("key needs a static rank >= 2")
-    inputs = node.get_input_size()
-    scale_value = None
-    if inputs > 4:
-        scale = ctx.inp(node, 4)
-        scale_value = ctx.const_value(node, 4)
-    else:
-        shape = node.get_input_partial_shape(0)
-        head = shape[shape.rank.get_length() - 1] if shape.rank.is_static else None
-        if head is not None and head.is_static:
-            scale_value = np.array(1.0, dtype) / np.sqrt(np.array(head.get_length(), dtype))
-            scale = ctx.const(scale_value, "scale")
-        else:
-            size = ctx.emit("Cast", [_dim(ctx, ctx.emit("Shape", [query]), -1)], to=code)
-            scale = ctx.emit("Reciprocal", [ctx.emit("Sqrt", [size])])
-    key_t = ctx.emit("Transpose", [key], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    scale, scale_value = _scale(ctx, node, dtype)
+    # a power-of-two scale multiplies the scores (the same values; see the module docstring), else Q
+    scale_scores = _power_of_two(scale_value) or (
+        ctx.shared.int8 == "qdq" and _quantized(node, 0) and _quantized(node, 1))
     if _power_of_two(scale_value):
         scale = ctx.const(np.asarray(scale_value, dtype).reshape(()), "scale")  # (a scalar: see below)
-        scores = ctx.emit("Mul", [ctx.emit("MatMul", [query, key_t]), scale])
-    elif ctx.shared.int8 == "qdq" and _quantized(node, 0) and _quantized(node, 1):
-        scores = ctx.emit("Mul", [ctx.emit("MatMul", [query, key_t]), scale])
+    mask = _additive_mask(ctx, node, dtype)
+    heads = _heads_of_batch_one(ctx, node, mask)
+    query, key, value = heads or tuple(ctx.inp(node, i) for i in range(3))
+    if not scale_scores:
+        query = ctx.emit("Mul", [query, scale])
+    if heads is not None:  # [L, heads, D] -> [heads, L, D] (K: [heads, D, S]), see the module docstring
+        query = ctx.emit("Transpose", [query], perm=[1, 0, 2])
+        key_t = ctx.emit("Transpose", [key], perm=[1, 2, 0])
+        value = ctx.emit("Transpose", [value], perm=[1, 0, 2])
+        mask = None if mask is None else _without_batch_axis(ctx, node, mask)
     else:
-        scores = ctx.emit("MatMul", [ctx.emit("Mul", [query, scale]), key_t])
-    causal = bool(node.get_attributes().get("causal", False))
-    if causal:
-        scores = ctx.emit("Add", [scores, _causal_mask(ctx, query, key, dtype)])
-    elif inputs > 3:
-        mask = ctx.inp(node, 3)
-        if ctx.elem(node, 3) == TensorProto.BOOL:
-            mask = ctx.emit("Where", [mask, ctx.const(np.array(0, dtype), "zero"),
-                                      ctx.const(np.array(-np.inf, dtype), "minus_inf")])
+        key_t = ctx.emit("Transpose", [key], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    scores = ctx.emit("MatMul", [query, key_t])
+    if scale_scores:
+        scores = ctx.emit("Mul", [scores, scale])
+    if bool(node.get_attributes().get("causal", False)):
+        scores = ctx.emit("Add", [scores, _causal_mask(ctx, query, value, dtype)])
+    elif mask is not None:
         scores = ctx.emit("Add", [scores, mask])
     weights = ctx.emit("Softmax", [scores], axis=-1)
-    ctx.emit("MatMul", [weights, value], [ctx.out(node)])
+    if heads is None:
+        ctx.emit("MatMul", [weights, value], [ctx.out(node)])
+    else:
+        ctx.emit("Unsqueeze", [ctx.emit("MatMul", [weights, value]), _axis_zero(ctx)], [ctx.out(node)])
+
+
+def _scale(ctx, node, dtype) -> tuple[str, np.ndarray | None]:
+    """The scale (input 4, else 1 / sqrt(head size)) and its value when constant."""
+    if node.get_input_size() > 4:
+        return ctx.inp(node, 4), ctx.const_value(node, 4)
+    shape = node.get_input_partial_shape(0)
+    head = shape[shape.rank.get_length() - 1] if shape.rank.is_static else None
+    if head is not None and head.is_static:
+        value = np.array(1.0, dtype) / np.sqrt(np.array(head.get_length(), dtype))
+        return ctx.const(value, "scale"), value
+    size = ctx.emit("Cast", [_dim(ctx, ctx.emit("Shape", [ctx.inp(node, 0)]), -1)], to=ctx.elem(node, 0))
+    return ctx.emit("Reciprocal", [ctx.emit("Sqrt", [size])]), None
+
+
+def _additive_mask(ctx, node, dtype) -> str | None:
+    """attention_mask as values added to the scores (a boolean one: True -> 0, False -> -inf); None without
+    one or when causal (which ignores it)."""
+    if node.get_input_size() < 4 or bool(node.get_attributes().get("causal", False)):
+        return None
+    mask = ctx.inp(node, 3)
+    if ctx.elem(node, 3) == TensorProto.BOOL:
+        mask = ctx.emit("Where", [mask, ctx.const(np.array(0, dtype), "zero"),
+                                  ctx.const(np.array(-np.inf, dtype), "minus_inf")])
+    return mask
+
+
+def _axis_zero(ctx) -> str:
+    return ctx.const(np.array([0], np.int64), "axes")
+
+
+def _split_heads(node, index: int):
+    """The OpenVINO Transpose [0, 2, 1, 3] that input `index` of `node` comes from, when it moves the heads of
+    a [1, L, heads, D] tensor (a static batch of 1) forward; else None."""
+    transpose = node.input_value(index).get_node()
+    if transpose.get_type_name() != "Transpose" or transpose.input_value(1).get_node().get_type_name() != "Constant":
+        return None
+    order = transpose.input_value(1).get_node().get_data()
+    shape = transpose.get_input_partial_shape(0)
+    if list(np.asarray(order).reshape(-1)) != [0, 2, 1, 3] or shape.rank.is_dynamic or shape.rank.get_length() != 4 \
+            or not shape[0].is_static or shape[0].get_length() != 1:
+        return None
+    return transpose
+
+
+def _heads_of_batch_one(ctx, node, mask: str | None) -> tuple[str, str, str] | None:
+    """Float Q, K, V of batch 1 whose heads were moved forward by a Transpose [0, 2, 1, 3] each: the three
+    [L, heads, D] tensors before those Transposes (their batch axis squeezed), else None. Quantized inputs keep
+    the 4-D form the int8 QDQ fusions match."""
+    transposes = [_split_heads(node, i) for i in range(3)]
+    if any(t is None for t in transposes) or any(_quantized(node, i) for i in range(3)):
+        return None
+    if mask is not None and not _batch_axis_droppable(node.get_input_partial_shape(3)):
+        return None
+    return tuple(ctx.emit("Squeeze", [ctx.inp(t, 0), _axis_zero(ctx)]) for t in transposes)
+
+
+def _batch_axis_droppable(shape) -> bool:
+    """Whether a mask of this shape adds the same values to [heads, L, S] scores (after dropping its leading
+    axis when it has four) as to [1, heads, L, S] ones."""
+    if shape.rank.is_dynamic or shape.rank.get_length() > 4:
+        return False
+    return shape.rank.get_length() < 4 or (shape[0].is_static and shape[0].get_length() == 1)
+
+
+def _without_batch_axis(ctx, node, mask: str) -> str:
+    return ctx.emit("Squeeze", [mask, _axis_zero(ctx)]) if ctx.rank(node, 3) == 4 else mask
 
 
 #: ops that only move data: a scale folded into a DequantizeLinear before them reaches the MatMul unchanged
