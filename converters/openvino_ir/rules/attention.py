@@ -73,7 +73,9 @@ def _power_of_two(value) -> bool:
             "quantized: any scale, one rounding apart): scale defaults to 1/sqrt(head size) (computed at "
             "run time when the head size is dynamic); causal masks above the diagonal (top-left aligned) and "
             "ignores attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
-            "masks are added; a fully masked row is NaN in both",
+            "masks are added; a fully masked row is NaN in both. Batch 1 with Q, K, V from the IR's head "
+            "Transpose [0, 2, 1, 3]: the tensors before it, heads moved by 3-D Transposes onnxruntime folds into "
+            "its matmuls (the same values)",
       refuses=("key of dynamic rank: the transpose of its last two dims needs it",
                "non-float query"))
 def scaled_dot_product_attention(ctx, node):
