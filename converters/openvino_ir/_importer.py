@@ -5,6 +5,8 @@ counts) and every unsupported configuration at once.
 """
 from __future__ import annotations
 
+import functools
+import gc
 import json
 import sys
 import time
@@ -357,6 +359,23 @@ DEFER_ELEMENTS = 1024
 RELEASE_WRITTEN = False
 
 
+def _without_cycle_collection(function):
+    """`function` run with Python's cyclic garbage collector paused: an import allocates tens of thousands of
+    objects (NodeProtos, names, index dicts) and frees almost none in cycles, so every collection the
+    allocations trigger walks the growing heap for nothing (measured: `convert` 0.87-1.00x the CPU time)."""
+    @functools.wraps(function)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return function(*args, **kwargs)
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused
+
+
+@_without_cycle_collection
 def import_model(ov_model, *, source: str = "model", doc: str | None = None,
                  progress: bool | None = None, defer: Weights | None = None,
                  int8: str = "qdq", notes: list | None = None) -> onnx.ModelProto:
