@@ -204,6 +204,25 @@ def test_fake_quantize_qdq_form(case_id):
     assert np.all(np.abs(got - cpu) <= step * 1.0001)
 
 
+def test_limit_constants_shared_by_a_qdq_and_an_exact_fake_quantize():
+    """Limit Constants read by two FakeQuantize nodes, one that maps onto QDQ and one kept exact (its output
+    range differs): the import skips limit constants the QDQ form never reads by name, and must still emit
+    them for the exact form, wherever in the walk that reads them."""
+    x = op.parameter([2, 3, 4, 4], ov.Type.f32, name="x")
+    low, high = (op.constant(np.float32(v)) for v in (-1.28, 1.27))
+    mapped = op.fake_quantize(x, low, high, low, high, 256)
+    exact = op.fake_quantize(x, low, high, op.constant(np.float32(0)), high, 256)
+    model = ov.Model([mapped, exact], [x])
+    notes = []
+    onnx_model = import_ir(model, notes=notes)
+    assert len(notes) == 1 and "output range differs" in notes[0]
+    data = _data(5)
+    got_mapped, got_exact = _run_onnx(onnx_model, {"x": data})
+    step = np.float32(2.55 / 255)
+    assert np.all(np.abs(got_mapped - _reference(data, -1.28, 1.27, -1.28, 1.27, 256)) <= step * 1.0001)
+    np.testing.assert_array_equal(got_exact, _reference(data, -1.28, 1.27, 0, 1.27, 256))
+
+
 def test_fake_quantize_qdq_ties_follow_the_grid():
     """Values on the grid and half-way between levels: QuantizeLinear and the reference round half to even."""
     limits, levels = _step_limits(-128, 127, 0.25), 256   # the step 0.25 is exact in binary
