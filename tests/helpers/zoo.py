@@ -53,6 +53,15 @@ def import_torchvision():
     return importlib.import_module("torchvision")
 
 
+def import_transformers():
+    """`import transformers` after import_torchvision(): transformers imports torchvision when it is installed,
+    and that import fails beside torch 2.13 CPU unless the schemas are defined first (whichever test a
+    worker runs first)."""
+    import_torchvision()
+    import transformers
+    return transformers
+
+
 def _torch_model(module, example, names):
     """openvino.Model of a torch module traced on `example` (a tuple of tensors), inputs named `names`."""
     import openvino as ov
@@ -122,7 +131,9 @@ def _token_inputs(vocab: int, length: int = 8):
 
 def bert_tiny():
     import torch
-    from transformers import BertConfig, BertModel
+
+    transformers = import_transformers()
+    BertConfig, BertModel = transformers.BertConfig, transformers.BertModel
 
     _seeded()
     config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -141,7 +152,8 @@ def bert_tiny():
 
 
 def gpt2_tiny():
-    from transformers import GPT2Config, GPT2LMHeadModel
+    transformers = import_transformers()
+    GPT2Config, GPT2LMHeadModel = transformers.GPT2Config, transformers.GPT2LMHeadModel
 
     _seeded()
     config = GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=2, n_positions=32, use_cache=False)
@@ -149,7 +161,8 @@ def gpt2_tiny():
 
 
 def llama_tiny():
-    from transformers import LlamaConfig, LlamaForCausalLM
+    transformers = import_transformers()
+    LlamaConfig, LlamaForCausalLM = transformers.LlamaConfig, transformers.LlamaForCausalLM
 
     _seeded()
     config = LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -336,8 +349,8 @@ def _transformers(config: str, model: str, inputs: str = "tokens", **settings):
     """Builder of a transformers model from a tiny local config; its last_hidden_state is the output."""
     def build():
         import torch
-        import transformers
 
+        transformers = import_transformers()
         _seeded()
         net = getattr(transformers, model)(getattr(transformers, config)(**settings))
         if inputs == "tokens":
