@@ -457,7 +457,18 @@ def table(rows: list[dict]) -> str:
                 slowest = max(ratios, key=ratios.get)
                 lines.append(f"\nimport, geometric mean {label}: {_geomean(ratios.values()):.2f}x OpenVINO's read+save "
                              f"({len(chosen)} IRs; slowest {slowest} {ratios[slowest]:.2f}x)")
+    lines.append(f"\n{machine_line()}")
     return "\n".join(lines) + "\n"
+
+
+def machine_line() -> str:
+    """Where the table was measured: INT8 speed and agreement depend on the CPU's vector extensions."""
+    from benchmarks.run import machine_info
+
+    info = machine_info()
+    versions = info["versions"]
+    return (f"machine: {info['cpu']}, {info['cores']} cores, {info['vector_extensions']}; onnxruntime "
+            f"{versions['onnxruntime']}, OpenVINO {versions['openvino']}")
 
 
 def _f64_cell(row: dict) -> str:

@@ -64,7 +64,30 @@ def machine_info() -> dict:
         except ImportError:
             versions[name] = None
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": memory_gb, "platform": platform.platform(),
-            "versions": versions}
+            "vector_extensions": vector_extensions(), "versions": versions}
+
+
+#: the x86 extensions integer and float kernels choose by: without VNNI, OpenVINO CPU's and onnxruntime's
+#: u8 x s8 kernels sum products in int16 with saturation, so INT8 results (and speed) depend on them
+VECTOR_FLAGS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "AVX-512 VNNI", "avx_vnni": "AVX-VNNI",
+                "amx_int8": "AMX-INT8"}
+
+
+def vector_extensions(flags: set | None = None) -> str:
+    """"AVX2, no AVX-512, no VNNI"-style summary of the CPU flags (/proc/cpuinfo's by default; "unknown"
+    where there is none)."""
+    if flags is None:
+        try:
+            with open("/proc/cpuinfo") as info:
+                flags = set(next(line for line in info if line.startswith("flags")).split(":", 1)[1].split())
+        except (OSError, StopIteration):
+            return "unknown"
+    found = [label for flag, label in VECTOR_FLAGS.items() if flag in flags]
+    if "avx512f" not in flags:
+        found.append("no AVX-512")
+    if not flags & {"avx512_vnni", "avx_vnni"}:
+        found.append("no VNNI")
+    return ", ".join(found)
 
 
 def _load() -> list[float] | None:

@@ -81,3 +81,15 @@ def test_markdown_replaces_only_the_marked_part(tmp_path):
 ])
 def test_compare(got, verdict):
     assert compare(got, [np.array([1.0, 2.0], np.float32)]).startswith(verdict)
+
+
+@pytest.mark.parametrize("flags, summary", [
+    ({"sse4_2", "avx2", "fma"}, "AVX2, no AVX-512, no VNNI"),
+    ({"avx2", "avx_vnni"}, "AVX2, AVX-VNNI, no AVX-512"),
+    ({"avx2", "avx512f", "avx512_vnni", "amx_int8"}, "AVX2, AVX-512, AVX-512 VNNI, AMX-INT8"),
+    (set(), "no AVX-512, no VNNI"),
+])
+def test_machine_line_names_the_vector_extensions_int8_results_depend_on(flags, summary):
+    from benchmarks.run import vector_extensions
+
+    assert vector_extensions(flags) == summary
