@@ -60,12 +60,14 @@ def _erfinv_tail(node, inputs) -> bool:
 
 
 @functools.cache
-def _cpu_has_vnni() -> bool:
+def _cpu_without_vnni() -> bool:
+    """An x86 CPU whose int8 kernels are AVX2's vpmaddubsw (int16 pair sums), not VNNI's (int32)."""
     try:
         with open("/proc/cpuinfo") as cpuinfo:
-            return "vnni" in cpuinfo.read()
+            flags = cpuinfo.read()
     except OSError:
-        return True  # not known: do not claim the AVX2 kernels' saturation
+        return False  # not known: do not claim the AVX2 kernels' saturation
+    return " avx2" in flags and "vnni" not in flags
 
 
 def _int8_levels(source) -> int | None:
@@ -84,7 +86,7 @@ def _int8_pair_sums_can_saturate(node, inputs) -> bool:
     """On a CPU without VNNI, a product of two integer operands neither of which is within 7 bits (a uint8
     operand times |levels| <= 64 cannot saturate int16 pair sums: 255 * 64 * 2 <= 32767)."""
     levels = [_int8_levels(node.input_value(i).get_node()) for i in range(2)]
-    return not _cpu_has_vnni() and None not in levels and min(levels) > 64
+    return _cpu_without_vnni() and None not in levels and min(levels) > 64
 
 
 #: OpenVINO CPU plugin deviations from the op specification (measured with OpenVINO 2026.4; the import
