@@ -11,6 +11,7 @@ ort = pytest.importorskip("onnxruntime")
 import openvino.opset13 as op  # noqa: E402
 
 from converters.openvino_ir import import_ir  # noqa: E402
+from tests.helpers.int8 import UNSATURATING_LEVEL  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -28,6 +29,10 @@ def _session(onnx_model, path=None, optimize=True):
     return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
+#: the steps of nncf's FakeQuantize on Q and K
+STEPS = {"q": 0.02, "k": 0.03}
+
+
 def _fq(data, step):
     limits = [np.float32(-128 * step), np.float32(127 * step)] * 2
     return op.fake_quantize(data, *[op.constant(v) for v in limits], 256)
@@ -37,7 +42,7 @@ def _attention(head, scale=None, mask=False, quantized=True, query_output=False)
     """q, k -> FakeQuantize (as nncf quantizes BERT's Q and K) -> ScaledDotProductAttention with v;
     query_output: the quantized q is a model output too."""
     q, k, v = (op.parameter([1, 2, 8, head], ov.Type.f32, name=n) for n in "qkv")
-    args = [_fq(q, 0.02), _fq(k, 0.03)] if quantized else [q, k]
+    args = [_fq(q, STEPS["q"]), _fq(k, STEPS["k"])] if quantized else [q, k]
     args.append(v)
     if mask or scale is not None:
         args.append(op.constant(np.where(np.arange(8) < 6, 0, -np.inf).astype(np.float32).reshape(1, 1, 1, 8)))
@@ -47,6 +52,8 @@ def _attention(head, scale=None, mask=False, quantized=True, query_output=False)
     model = ov.Model(outputs, [q, k, v])
     rng = np.random.default_rng(head + int(1000 * (scale or 0)))
     feeds = {n: rng.standard_normal((1, 2, 8, head)).astype(np.float32) for n in "qkv"}
+    for name, step in STEPS.items():  # Q and K within 7 bits of levels: integer sums that cannot saturate
+        feeds[name] = np.clip(feeds[name], -UNSATURATING_LEVEL * step, UNSATURATING_LEVEL * step)
     return model, feeds
 
 

@@ -11,6 +11,7 @@ ov = pytest.importorskip("openvino")
 import openvino.opset13 as op  # noqa: E402
 
 from converters.openvino_ir import _importer, import_ir  # noqa: E402
+from tests.helpers.int8 import unsaturating_int8_weights  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -28,7 +29,7 @@ def _conv3d_model(shape, kernel, strides, pads_begin, pads_end, dilations, relu,
     rng = np.random.default_rng(seed)
     x = op.parameter(list(shape), ov.Type.f32, name="x")
     data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-128, 127, 0.02)], 256)
-    q = rng.integers(-127, 128, (outputs, shape[1], *kernel)).astype(np.int8)
+    q = unsaturating_int8_weights(rng, (outputs, shape[1], *kernel))
     scale = (np.geomspace(0.02, 0.5, outputs).reshape(outputs, 1, 1, 1, 1) / 127).astype(np.float32)
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
     conv = op.convolution(data, weights, strides, pads_begin, pads_end, dilations)
@@ -124,7 +125,7 @@ def test_quantized_conv3d_resnet_block_keeps_channels_last_between_convolutions(
     block_input = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(-128, 127, 0.02)], 256)
 
     def conv(data, relu):
-        q = rng.integers(-127, 128, (8, 8, 3, 3, 3)).astype(np.int8)
+        q = unsaturating_int8_weights(rng, (8, 8, 3, 3, 3))
         scale = (np.geomspace(0.002, 0.01, 8).reshape(8, 1, 1, 1, 1)).astype(np.float32)
         weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
         out = op.add(op.convolution(data, weights, [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1]),

@@ -13,6 +13,7 @@ import openvino.opset13 as op  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
 from converters.openvino_ir import import_ir  # noqa: E402
+from tests.helpers.int8 import unsaturating_int8_weights  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -34,14 +35,14 @@ def _relu6_model(depthwise: bool, out_step: float, seed: int):
         step = rng.uniform(0.005, 0.03, (1, channels, 1, 1)).astype(np.float32)
         low, high = (-128 * step).astype(np.float32), (127 * step).astype(np.float32)
         data = op.fake_quantize(x, *[op.constant(v) for v in (low, high, low, high)], 256)
-        q = rng.integers(-127, 128, (channels, 1, 1, 3, 3)).astype(np.int8)
+        q = unsaturating_int8_weights(rng, (channels, 1, 1, 3, 3))
         # per-channel ranges far apart: a per-tensor re-quantization loses the small channels
         scale = (np.geomspace(0.02, 4, channels).reshape(channels, 1, 1, 1, 1) / 127).astype(np.float32)
         weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
         conv = op.group_convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1])
     else:
         data = op.fake_quantize(x, *_limits(-128, 127, 0.02), 256)
-        q = rng.integers(-127, 128, (channels, channels, 3, 3)).astype(np.int8)
+        q = unsaturating_int8_weights(rng, (channels, channels, 3, 3))
         scale = (np.geomspace(0.02, 4, channels).reshape(channels, 1, 1, 1) / 127 / 8).astype(np.float32)
         weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
         conv = op.convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1])
@@ -97,7 +98,7 @@ def _fq(node, step, low=0, high=255):
 
 def _conv(data, rng, in_channels, out_channels, kernel=1, relu=True):
     """nncf's int8 weights (Convert(i8) * per-channel scale), a bias Add and a Relu."""
-    q = rng.integers(-127, 128, (out_channels, in_channels, kernel, kernel)).astype(np.int8)
+    q = unsaturating_int8_weights(rng, (out_channels, in_channels, kernel, kernel))
     scale = (rng.uniform(0.3, 2, (out_channels, 1, 1, 1)) / 127 / in_channels).astype(np.float32)
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
     pad = [kernel // 2] * 2
@@ -236,7 +237,7 @@ def _expand_relu6_depthwise(wide_channel: bool = False):
         step[0, 1] = np.float32(12.0) / 255
     low, high = np.zeros_like(step), (255 * step).astype(np.float32)
     data = op.fake_quantize(expanded, *[op.constant(v) for v in (low, high, low, high)], 256)
-    q = rng.integers(-127, 128, (8, 1, 1, 3, 3)).astype(np.int8)
+    q = unsaturating_int8_weights(rng, (8, 1, 1, 3, 3))
     scale = (rng.uniform(0.5, 2, (8, 1, 1, 1, 1)) / 127).astype(np.float32)
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32), op.constant(scale))
     conv = op.group_convolution(data, weights, [1, 1], [1, 1], [1, 1], [1, 1])
