@@ -21,7 +21,8 @@ MaxPool of same-scale quantized data, and the reshapes after it, on the uint8 va
 convolution whose output is not quantized, with its bias, as a channels-last com.microsoft
 MatMulIntegerToFloat, a classifier head as a 3-D MatMul onnxruntime runs on integers, a strided stem
 convolution of few channels on SpaceToDepth, and merges narrow groups of a grouped convolution, a prime
-group count padded with zero groups first); a quantized spatial mean of quantized data (squeeze-excitation)
+group count padded with zero groups first; nncf's smooth-quant Multiply after attention goes into the value
+projection's weight scales); a quantized spatial mean of quantized data (squeeze-excitation)
 is written GlobalAveragePool, which onnxruntime runs as QLinearGlobalAveragePool.
 Both round half to even, but QuantizeLinear rounds x / scale + Z, the reference (x - il) / (ih - il) *
 (levels - 1): on values within a few ulps of a rounding tie the two land one level apart (OpenVINO's CPU
