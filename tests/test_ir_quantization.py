@@ -844,3 +844,41 @@ def test_swish_with_a_float_output_stays_exact():
     onnx_model = import_ir(model)
     assert "Exp" in {n.op_type for n in onnx_model.graph.node}
     np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], rtol=1e-5, atol=1e-4)
+
+
+def _attention_value_model(smoothing, bias: bool, seed=31):
+    """Quantized x [1, 6, 8] -> value projection (nncf's int8 weights [+ bias]) -> head split (Reshape
+    [0, 6, 2, 4], Transpose) -> probabilities @ V -> head merge -> nncf's smooth-quant Multiply by `smoothing`
+    [1, 1, 8]: the attention output before the output projection's quantizer. Weights within [-63, 63]: no
+    int16 pair sum of u8 x s8 products saturates on CPUs without VNNI."""
+    rng = np.random.default_rng(seed)
+    x = op.parameter([1, 6, 8], ov.Type.f32, name="x")
+    scores = op.parameter([1, 2, 6, 6], ov.Type.f32, name="scores")
+    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
+    q = rng.integers(-63, 64, (8, 8)).astype(np.int8)
+    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
+                          op.constant((rng.uniform(0.5, 2, (8, 1)) / 127).astype(np.float32)))
+    value = op.matmul(data, weights, False, True)
+    if bias:
+        value = op.add(value, op.constant(rng.standard_normal(8).astype(np.float32)))
+    heads = op.transpose(op.reshape(value, op.constant(np.array([0, 6, 2, 4], np.int64)), True),
+                         op.constant(np.array([0, 2, 1, 3], np.int64)))
+    attended = op.matmul(op.softmax(scores, -1), heads, False, False)
+    merged = op.reshape(op.transpose(attended, op.constant(np.array([0, 2, 1, 3], np.int64))),
+                        op.constant(np.array([0, 6, 8], np.int64)), True)
+    out = op.multiply(merged, op.constant(np.asarray(smoothing, np.float32).reshape(1, 1, 8)))
+    feeds = {"x": rng.uniform(0, 5, (1, 6, 8)).astype(np.float32),
+             "scores": rng.standard_normal((1, 2, 6, 6)).astype(np.float32)}
+    return ov.Model([out], [x, scores]), feeds
+
+
+@pytest.mark.parametrize("positive, bias", [(True, True), (True, False), (False, True)])
+def test_smoothing_after_attention_moves_into_the_value_weights(positive, bias):
+    """nncf's smooth-quant Multiply after attention scales channel c of probabilities @ V, i.e. column c of
+    V: a positive one is folded into the value projection's int8 weight scales (and bias), the Mul is gone;
+    one with a negative factor stays. Both give OpenVINO's values."""
+    smoothing = np.linspace(0.5, 20, 8) * (1 if positive else np.where(np.arange(8) == 3, -1, 1))
+    model, feeds = _attention_value_model(smoothing, bias)
+    onnx_model = import_ir(model)
+    assert ("Mul" in [n.op_type for n in onnx_model.graph.node]) != positive
+    np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
