@@ -73,10 +73,10 @@ def test_per_axis_matches_reference(case_id):
 
 
 def test_graph_add_releases_the_source_of_a_copied_weight():
-    from converters.openvino_ir.rules.quantization import _Graph
+    from converters.openvino_ir.rules.quantization import GraphIndex, _Graph
 
     released = []
-    graph = _Graph([], [], set(), released.append)
+    graph = _Graph(GraphIndex([], []), set(), released.append)
     base = np.arange(24, dtype=np.int8).reshape(4, 6)
     graph.add("kept", base)  # already contiguous: no copy, nothing released
     graph.add("scale", np.broadcast_to(np.float32(1), (4, 6)))  # a copy of a broadcast scalar: not a weight

@@ -882,3 +882,53 @@ def test_smoothing_after_attention_moves_into_the_value_weights(positive, bias):
     onnx_model = import_ir(model)
     assert ("Mul" in [n.op_type for n in onnx_model.graph.node]) != positive
     np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
+
+
+#: models whose import runs each qdq pass with an edit (depthwise scales, pointwise and patch MatMuls, a
+#: classifier head, a space-to-depth stem, merged and padded groups, a Swish, Concat / MaxPool / Split on
+#: integers, a smooth-quant Mul folded into attention's value weights)
+INDEXED_MODELS = {
+    "smoothing": lambda: _attention_value_model(np.linspace(0.5, 20, 8), True),
+    "depthwise": lambda: _depthwise_model([128, 128, 128, 128]),
+    "pointwise_swish": lambda: _pointwise_model(also_float=True, swish=True),
+    "patches": lambda: _patch_model(),
+    "classifier": lambda: _classifier_model((5,)),
+    "stem": lambda: _stem_model(*STEM_CASES[next(iter(STEM_CASES))][0], seed=1),
+    "padded_groups": lambda: _grouped_model(*GROUPED_CASES["prime_group_count_above_dense_limit"][0], seed=2),
+    "swish": lambda: _swish_model(True),
+    "inception": lambda: (_int8_clip_models()._inception(True), None),
+    "channel_shuffle": lambda: (_int8_clip_models()._channel_shuffle(), None),
+}
+
+
+def _int8_clip_models():
+    import test_ir_int8_clip  # (its inception and channel-shuffle builders: integer data movement)
+
+    return test_ir_int8_clip
+
+
+@pytest.mark.parametrize("case_id", list(INDEXED_MODELS))
+def test_shared_graph_index_is_never_read_stale(monkeypatch, case_id):
+    """The qdq passes share one GraphIndex and rebuild it only after a pass said it edited the graph: every
+    lookup served from the cache equals the index built afresh from the graph as it is then."""
+    from converters.openvino_ir.rules import quantization
+
+    served = []
+
+    def checked(index):
+        cached = index._lookups
+        found = original(index)
+        if cached is not None:
+            fresh = quantization._index(index.nodes, index.initializers)
+            assert {k: id(v) for k, v in found[0].items()} == {k: id(v) for k, v in fresh[0].items()}
+            assert {k: id(v) for k, v in found[1].items()} == {k: id(v) for k, v in fresh[1].items()}
+            assert {k: [id(n) for n in v] for k, v in found[2].items()} \
+                == {k: [id(n) for n in v] for k, v in fresh[2].items()}
+            served.append(True)
+        return found
+
+    original = quantization.GraphIndex.lookups
+    monkeypatch.setattr(quantization.GraphIndex, "lookups", checked)
+    model, _ = INDEXED_MODELS[case_id]()
+    import_ir(model)
+    assert served  # (some pass reused the lookups)

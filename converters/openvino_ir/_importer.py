@@ -27,7 +27,7 @@ from ._registry import Unsupported, find, op_label
 from ._types import MappedPages, Unpacked, constant_array, deferred_constant, fill_tensor, onnx_type, value_info
 from .rules.attention import scores_scale_into_dequantize
 from .rules._conv3d_qdq import quantized_frames_as_channels
-from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT, dequantized_weights
+from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT, GraphIndex, dequantized_weights
 from .rules.state import beam_gathers, refused_model_form, state_boundary
 
 
@@ -415,9 +415,10 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     _drop_unread_unpacked(ctx, outputs)
     mapped = MappedPages()  # (after the walk: every constant read)
     if int8 == "qdq":
-        dequantized_weights(ctx.nodes, ctx.initializers, ctx.outputs.values(), inputs, mapped.release)
-        quantized_frames_as_channels(ctx.nodes, ctx.initializers, ctx.outputs.values(), shared.clip_shapes)
-        scores_scale_into_dequantize(ctx.nodes, ctx.initializers, ctx.outputs.values(), ctx.unique)
+        index = GraphIndex(ctx.nodes, ctx.initializers)  # (one set of lookups for the three passes)
+        dequantized_weights(index, ctx.outputs.values(), inputs, mapped.release)
+        quantized_frames_as_channels(index, ctx.outputs.values(), shared.clip_shapes)
+        scores_scale_into_dequantize(index, ctx.outputs.values(), ctx.unique)
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
     live = _live(ctx.nodes, referenced)
     model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,

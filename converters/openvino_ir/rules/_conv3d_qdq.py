@@ -21,17 +21,18 @@ import numpy as np
 from onnx import helper
 
 from ._spatial import frame_taps
-from .quantization import _Graph, _outer_reads, _quantized_after
+from .quantization import GraphIndex, _Graph, _outer_reads, _quantized_after
 
 
-def quantized_frames_as_channels(nodes: list, initializers: list, outputs, shapes: dict) -> int:
-    """Rewrite every quantized 3-D Conv of `nodes` whose data shape is in `shapes` (data input name -> (N or
-    None, C, T, H, W), recorded by the Convolution rule from OpenVINO's shapes) as above. Edits `nodes` (ONNX
-    NodeProtos, in order) and `initializers` ((name, ONNX type, array) list) in place; returns the number of
+def quantized_frames_as_channels(index: GraphIndex, outputs, shapes: dict) -> int:
+    """Rewrite every quantized 3-D Conv of `index`'s nodes whose data shape is in `shapes` (data input name ->
+    (N or None, C, T, H, W), recorded by the Convolution rule from OpenVINO's shapes) as above. Edits the nodes
+    (ONNX NodeProtos, in order) and initializers ((name, ONNX type, array) list) in place; returns the number of
     convolutions rewritten. Values in `outputs` (the graph's outputs) or read by subgraphs are kept."""
     if not shapes:
         return 0
-    graph = _Graph(nodes, initializers, set(outputs) | _outer_reads(nodes))
+    nodes = index.nodes
+    graph = _Graph(index, set(outputs) | _outer_reads(nodes))
     replaced, dead = {}, set()
     for conv in [n for n in nodes if n.op_type == "Conv"]:
         match = _match(conv, graph, shapes)
@@ -40,6 +41,7 @@ def quantized_frames_as_channels(nodes: list, initializers: list, outputs, shape
             dead.update(id(n) for n in _dead(graph, match))
     if replaced:
         nodes[:] = [m for n in nodes if id(n) in replaced or id(n) not in dead for m in replaced.get(id(n), [n])]
+    index.edited(bool(replaced))
     return len(replaced)
 
 

@@ -189,20 +189,21 @@ def _without_batch_axis(ctx, node, mask: str) -> str:
 _MOVES = ("Reshape", "Transpose", "Squeeze", "Unsqueeze")
 
 
-def scores_scale_into_dequantize(nodes: list, initializers: list, keep, unique) -> int:
+def scores_scale_into_dequantize(index, keep, unique) -> int:
     """Int8 models: fold the power-of-two scale the attention scores are multiplied by (above) into the
     per-tensor DequantizeLinear that Q comes from (through data movement): DequantizeLinear(q, s * 2^k) ->
     MatMul gives (Q K^T) * 2^k bit for bit (a power of two scales every rounding exactly; skipped when s * 2^k
     would leave the normal range), and onnxruntime's MatMulIntegerToFloat then applies it with its own scales
-    instead of a separate Mul over the scores. Edits `nodes` (ONNX NodeProtos) and `initializers` ((name,
-    ONNX type, array) list) in place, keeping values in `keep`; unique(wanted) names the new scales; returns
-    how many scales were folded."""
-    from .quantization import _index, _outer_reads
+    instead of a separate Mul over the scores. Edits the nodes (ONNX NodeProtos) and initializers ((name,
+    ONNX type, array) list) of `index` (quantization.GraphIndex) in place, keeping values in `keep`;
+    unique(wanted) names the new scales; returns how many scales were folded."""
+    from .quantization import _outer_reads
 
+    nodes, initializers = index.nodes, index.initializers
     if not any(n.op_type == "DequantizeLinear" for n in nodes):
         return 0
     keep = set(keep) | _outer_reads(nodes)
-    constants, producer, readers = _index(nodes, initializers)
+    constants, producer, readers = index.lookups()
     folded, dead = 0, set()
 
     def only_reader(value, node) -> bool:
@@ -232,5 +233,6 @@ def scores_scale_into_dequantize(nodes: list, initializers: list, keep, unique) 
         dead.add(id(mul))
         folded += 1
     nodes[:] = [n for n in nodes if id(n) not in dead]
+    index.edited(folded > 0)
     return folded
 

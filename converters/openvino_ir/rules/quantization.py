@@ -629,12 +629,34 @@ def _index(nodes: list, initializers: list) -> tuple[dict, dict, dict]:
     return values, producer, readers
 
 
-class _Graph:
-    """Lookups over ONNX `nodes` and `initializers` ((name, ONNX type, array) list) that the rewrites share."""
+class GraphIndex:
+    """_index's lookups over ONNX `nodes` and `initializers` ((name, ONNX type, array) list), shared by the
+    qdq passes of one import: reading the protobuf fields is the cost (2-4 ms per CNN), so they are built
+    on first use and rebuilt only after a pass that edited the graph says so (edited()). A pass reads one
+    snapshot throughout and calls edited() when done."""
 
-    def __init__(self, nodes: list, initializers: list, keep: set, release=None):
-        self.nodes, self.initializers, self.keep, self.release = nodes, initializers, keep, release
-        self.values, self.producer, self.readers = _index(nodes, initializers)
+    def __init__(self, nodes: list, initializers: list):
+        self.nodes, self.initializers, self._lookups = nodes, initializers, None
+
+    def lookups(self) -> tuple[dict, dict, dict]:
+        """(constants by name, producer of each value, readers of each value), current as of the last edit."""
+        if self._lookups is None:
+            self._lookups = _index(self.nodes, self.initializers)
+        return self._lookups
+
+    def edited(self, changed: bool = True) -> None:
+        """The graph changed (when `changed`): the next lookups() rebuilds."""
+        if changed:
+            self._lookups = None
+
+
+class _Graph:
+    """Lookups over a GraphIndex's nodes and initializers that the rewrites share, with the values to keep."""
+
+    def __init__(self, index: GraphIndex, keep: set, release=None):
+        self.nodes, self.initializers, self.keep, self.release = index.nodes, index.initializers, keep, release
+        self.index = index
+        self.values, self.producer, self.readers = index.lookups()
 
     def only_reader(self, name: str):
         found = self.readers.get(name, [])
@@ -728,7 +750,7 @@ def _weight_chain(graph: _Graph, mul) -> _Weights | None:
     return None
 
 
-def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), release=None) -> int:
+def dequantized_weights(index: GraphIndex, outputs=(), inputs=(), release=None) -> int:
     """In a model with QuantizeLinear (activations quantized), rewrite nncf's weight decompression
     Cast(int8/uint8 constant) [-> Sub(zero point)] -> Mul(float32 scale) [-> Transpose/Reshape to a constant
     shape], read by a Conv/MatMul/Gemm weight, into DequantizeLinear(int8 initializer, scale, zero point, axis):
@@ -736,22 +758,23 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), 
     onnxruntime's QDQ fusions run as integer kernels (left as float, onnxruntime folds the chain and
     re-quantizes the weights per tensor itself: less precise). A 1x1 convolution whose output is not quantized
     becomes a MatMul over channels (_pointwise_as_matmul), a patch embedding one after SpaceToDepth
-    (_patches_as_pointwise). Edits `nodes` (ONNX NodeProtos, in order) and
-    `initializers` ((name, ONNX type, array) list) in place; returns how many weights were rewritten.
+    (_patches_as_pointwise). Edits `index`'s nodes (ONNX NodeProtos, in order) and initializers
+    ((name, ONNX type, array) list) in place; returns how many weights were rewritten.
     Values in `outputs` (the graph's outputs) or read by subgraphs are kept; `inputs` (the graph's input
     ValueInfoProtos) give the static shapes _space_to_depth needs. `release` (an array -> None, or None) is
     called with each weight copied into a new layout (a MatMul's transposed weights): the importer drops
     the memory-mapped pages of OpenVINO's constant there, which the rewritten model no longer reads."""
+    nodes = index.nodes
     if not any(n.op_type == "QuantizeLinear" for n in nodes):
         return 0
     keep, shapes = set(outputs) | _outer_reads(nodes), _static_shapes(inputs)
-    _patches_as_pointwise(nodes, initializers, keep, shapes)
-    _depthwise_per_tensor(nodes, initializers, keep)
+    _patches_as_pointwise(index, keep, shapes)
+    _depthwise_per_tensor(index, keep)
     if FOLD_REDUNDANT_CLIP:
-        _redundant_clip_scale_into_conv(nodes, initializers, keep)
-    _float_weights_for_per_channel_inputs(nodes, initializers)
-    _integer_data_movement(nodes, initializers, keep)
-    graph = _Graph(nodes, initializers, keep, release)
+        _redundant_clip_scale_into_conv(index, keep)
+    _float_weights_for_per_channel_inputs(index)
+    _integer_data_movement(index, keep)
+    graph = _Graph(index, keep, release)
     rewritten, dead, replaced = 0, set(), {}
     for mul in [n for n in nodes if n.op_type == "Mul"]:
         weights = _weight_chain(graph, mul)
@@ -787,11 +810,12 @@ def dequantized_weights(nodes: list, initializers: list, outputs=(), inputs=(), 
         dead.update(id(n) for n in weights.tail)
         rewritten += 1
     nodes[:] = [replaced.get(id(n), n) for n in nodes if id(n) not in dead]
-    _smoothing_into_value_weights(nodes, initializers, keep)
-    _conv_bias(nodes, initializers, keep)
-    _dequantized_classifiers_as_3d(_Graph(nodes, initializers, keep))
-    _space_to_depth(nodes, initializers, keep, shapes)
-    _wider_groups(nodes, initializers, keep)
+    index.edited(rewritten > 0)
+    _smoothing_into_value_weights(index, keep)
+    _conv_bias(index, keep)
+    _dequantized_classifiers_as_3d(_Graph(index, keep))
+    _space_to_depth(index, keep, shapes)
+    _wider_groups(index, keep)
     return rewritten
 
 
@@ -884,7 +908,7 @@ def _attribute_is(node, name: str, value) -> bool:
     return any(a.name == name and a.i == value for a in node.attribute)
 
 
-def _smoothing_into_value_weights(nodes: list, initializers: list, keep: set) -> None:
+def _smoothing_into_value_weights(index: GraphIndex, keep: set) -> None:
     """nncf's smooth-quant Multiply by a positive per-channel constant s after attention (the head merge of
     probabilities @ V, before the output projection's per-tensor quantizer) moves into the value projection:
     scaling a column of V scales the same channel of probabilities @ V, so the Mul goes and the weights'
@@ -893,7 +917,8 @@ def _smoothing_into_value_weights(nodes: list, initializers: list, keep: set) ->
     quantizer is per tensor (s would make it per channel on activations)."""
     if not FOLD_SMOOTHING_INTO_VALUES:
         return
-    graph, dead = _Graph(nodes, initializers, keep), set()
+    nodes = index.nodes
+    graph, dead = _Graph(index, keep), set()
     for matmul in [n for n in nodes if n.op_type == "MatMul"]:
         found = _value_projection(graph, matmul)
         if found is None:
@@ -923,6 +948,7 @@ def _smoothing_into_value_weights(nodes: list, initializers: list, keep: set) ->
         graph.producer[mul.input[0]].output[0] = mul.output[0]  # the head merge writes the Mul's output
         dead.add(id(mul))
     nodes[:] = [n for n in nodes if id(n) not in dead]
+    index.edited(bool(dead))
 
 
 #: data movement run on the quantized values by _integer_data_movement: each output value is one of the input
@@ -933,7 +959,7 @@ _INTEGER_MOVEMENT = ("Concat", "Split", "MaxPool")
 _INTEGER_RESHAPES = ("Reshape", "Transpose", "Squeeze", "Unsqueeze")
 
 
-def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
+def _integer_data_movement(index: GraphIndex, keep: set) -> None:
     """Concat / Split / MaxPool / Reshape / Transpose / Squeeze / Unsqueeze whose data inputs are all
     per-tensor DequantizeLinear outputs with the same scale and zero point (nncf unifies the scales of a
     Concat's inputs) run on the quantized values, a DequantizeLinear after each output: the same values, and
@@ -942,10 +968,10 @@ def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
     crosses single-input ops only)."""
     from onnx import helper
 
+    nodes = index.nodes
     if not any(n.op_type in _INTEGER_MOVEMENT for n in nodes):
         return  # (the reshapes only continue a chain one of these started)
-    values = {name: array for name, _, array in initializers}
-    producer = {out: n for n in nodes for out in n.output}
+    values, producer, _ = index.lookups()
 
     def parameters(dq):
         if dq is None or dq.op_type != "DequantizeLinear" or len(dq.input) < 3 \
@@ -971,20 +997,21 @@ def _integer_data_movement(nodes: list, initializers: list, keep: set) -> None:
         if not found or None in found or len(set(found)) != 1:
             continue
         dq = sources[0]
-        for index, name in enumerate(node.input):
+        for port, name in enumerate(node.input):
             if name in data:
-                node.input[index] = producer[name].input[0]
+                node.input[port] = producer[name].input[0]
         at = nodes.index(node) + 1
-        for index, name in enumerate(node.output):
+        for port, name in enumerate(node.output):
             if not name:
                 continue
-            node.output[index] = f"{name}/quantized"
-            after = helper.make_node("DequantizeLinear", [node.output[index], dq.input[1], dq.input[2]], [name],
+            node.output[port] = f"{name}/quantized"
+            after = helper.make_node("DequantizeLinear", [node.output[port], dq.input[1], dq.input[2]], [name],
                                      name=f"{name}/DequantizeLinear")
             nodes.insert(at, after)
             producer[name] = after
             ours.add(id(after))
             at += 1
+    index.edited(bool(ours))
 
 
 def _classifier_as_integer_matmul(graph: _Graph, weights: _Weights) -> bool:
@@ -1064,6 +1091,7 @@ def _dequantized_classifiers_as_3d(graph: _Graph) -> None:
         add.output[0] = f"{stem}/output_3d"
         graph.nodes.insert(graph.nodes.index(add) + 1, helper.make_node(
             "Squeeze", [add.output[0], outer], [result], name=f"{stem}/output_2d"))
+        graph.index.edited()  # (this loop keeps reading its snapshot)
 
 
 def _dequantize_node(inputs: list, output: str, name: str, axis):
@@ -1198,7 +1226,7 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
 
 
 
-def _patches_as_pointwise(nodes: list, initializers: list, keep: set, shapes: dict) -> None:
+def _patches_as_pointwise(index: GraphIndex, keep: set, shapes: dict) -> None:
     """A patch embedding (ViT): Conv of kernel b x b at stride b, no padding, over a per-tensor
     DequantizeLinear of an image of static shape in whole blocks, nncf's int8 weights Cast -> Mul(scale), its
     output not quantized -> SpaceToDepth(b) of the quantized image (ONNX's DCR order, channel (i b + j) C + c)
@@ -1207,10 +1235,11 @@ def _patches_as_pointwise(nodes: list, initializers: list, keep: set, shapes: di
     onnxruntime has no integer kernel for a Conv with a float output)."""
     from onnx import helper
 
+    nodes = index.nodes
     convs = [n for n in nodes if n.op_type == "Conv" and _strided_like_kernel(n)]
     if not convs:
         return
-    graph = _Graph(nodes, initializers, keep)
+    graph = _Graph(index, keep)
     for conv in convs:
         attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
         mul, dq = graph.producer.get(conv.input[1]), graph.producer.get(conv.input[0])
@@ -1249,6 +1278,7 @@ def _patches_as_pointwise(nodes: list, initializers: list, keep: set, shapes: di
         kept = [a for a in conv.attribute if a.name not in ("strides", "kernel_shape", "pads", "auto_pad")]
         del conv.attribute[:]
         conv.attribute.extend(kept + [helper.make_attribute("kernel_shape", [1, 1])])
+        index.edited()
 
 def _strided_like_kernel(conv) -> bool:
     """Whether a Conv's attributes are a patch embedding's (_patches_as_pointwise checks the rest): a square
@@ -1369,7 +1399,7 @@ def _pointwise_matmul(graph: _Graph, weights: _Weights, scales, axis, bias, stem
                                             domain=MICROSOFT)], product
 
 
-def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
+def _depthwise_per_tensor(index: GraphIndex, keep: set) -> None:
     """A depthwise Conv (group = input channels) reading QuantizeLinear -> DequantizeLinear with per-channel
     scales s_c and one zero point z (nncf quantizes depthwise inputs so), whose weights are nncf's
     Reshape(Mul(int8 chain, scale)), becomes Div(x, s_c) -> QuantizeLinear(1, z) -> DequantizeLinear(1, z) and
@@ -1378,10 +1408,11 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
     (a per-channel input zero point it cannot run, and float, it surrounds with layout transposes)."""
     from onnx import helper
 
+    nodes, initializers = index.nodes, index.initializers
     convs = [n for n in nodes if n.op_type == "Conv" and _group(n) >= 2]
     if not convs:
         return
-    values, producer, readers = _index(nodes, initializers)
+    values, producer, readers = index.lookups()
 
     def single(name, op_type):
         """The one reader of `name` when it is an `op_type`, else None."""
@@ -1431,6 +1462,7 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
         mul.input[side] = names[3]
     if before:
         nodes[:] = [m for n in nodes for m in ((before[id(n)], n) if id(n) in before else (n,))]
+    index.edited(bool(before))
 
 
 #: _redundant_clip_scale_into_conv on (measured on mobilenet_v2-int8, loaded machine: 0.51x the time, 0.99x
@@ -1440,7 +1472,7 @@ def _depthwise_per_tensor(nodes: list, initializers: list, keep: set) -> None:
 FOLD_REDUNDANT_CLIP = False
 
 
-def _redundant_clip_scale_into_conv(nodes: list, initializers: list, keep: set) -> None:
+def _redundant_clip_scale_into_conv(index: GraphIndex, keep: set) -> None:
     """Conv (nncf's weights Mul(int8 chain, per-channel scale)) [-> bias Add] -> Clip(lo, hi) -> Div(s_c) ->
     QuantizeLinear(S, z) (mobilenet_v2: a ReLU6 before the next depthwise convolution's per-channel input
     scale, as _depthwise_per_tensor writes it), where the Clip changes no quantized level — QuantizeLinear
@@ -1448,7 +1480,8 @@ def _redundant_clip_scale_into_conv(nodes: list, initializers: list, keep: set) 
     there anyway — becomes Conv with weight scales s_w / s_c and bias b / s_c -> QuantizeLinear: the same levels
     (each scale rounded once more, as the depthwise folding), and onnxruntime runs one QLinearConv instead of
     an integer MatMul, Clip, Div and QuantizeLinear on float data."""
-    values, producer, readers = _index(nodes, initializers)
+    nodes, initializers = index.nodes, index.initializers
+    values, producer, readers = index.lookups()
 
     def after(node, op_type):
         found = readers.get(node.output[0], [])
@@ -1507,21 +1540,22 @@ def _redundant_clip_scale_into_conv(nodes: list, initializers: list, keep: set) 
         quantize.input[0] = clip.input[0]
         dead.update((id(clip), id(div)))
     nodes[:] = [n for n in nodes if id(n) not in dead]
+    index.edited(bool(dead))
 
 
-def _float_weights_for_per_channel_inputs(nodes: list, initializers: list) -> None:
+def _float_weights_for_per_channel_inputs(index: GraphIndex) -> None:
     """A Conv/MatMul reading a per-channel DequantizeLinear (nncf quantizes depthwise inputs per channel)
     gets float weights, computed as DequantizeLinear does: given DequantizeLinear weights too, onnxruntime
     fuses a QLinearConv that fails at run time (its input zero point must be one value)."""
-    values = {name: array for name, _, array in initializers}
+    nodes, initializers = index.nodes, index.initializers
+    values, producer, _ = index.lookups()
     if not any(n.op_type == "DequantizeLinear" and values.get(n.input[1], np.ones(1)).size != 1 for n in nodes):
         return
-    producer = {out: n for n in nodes for out in n.output}
     for node in nodes:
-        index = _WEIGHTED.get(node.op_type)
-        if index is None or len(node.input) <= index:
+        port = _WEIGHTED.get(node.op_type)
+        if port is None or len(node.input) <= port:
             continue
-        data, weights = producer.get(node.input[0]), producer.get(node.input[index])
+        data, weights = producer.get(node.input[0]), producer.get(node.input[port])
         if data is None or data.op_type != "DequantizeLinear" or values.get(data.input[1], np.ones(1)).size == 1:
             continue
         if weights is None or weights.op_type != "DequantizeLinear" or not all(
@@ -1535,18 +1569,20 @@ def _float_weights_for_per_channel_inputs(nodes: list, initializers: list) -> No
             shape[axis] = -1
         real = ((q.astype(np.int32) - zero.astype(np.int32).reshape(shape)).astype(np.float32)
                 * scale.reshape(shape))
-        name = f"{weights.name or node.input[index]}/float"
+        name = f"{weights.name or node.input[port]}/float"
         initializers.append((name, TensorProto.FLOAT, real))
-        node.input[index] = name
+        node.input[port] = name
+        index.edited()  # (this loop keeps reading its snapshot)
 
 
-def _conv_bias(nodes: list, initializers: list, keep: set) -> None:
+def _conv_bias(index: GraphIndex, keep: set) -> None:
     """Conv(DequantizeLinear x, DequantizeLinear w) -> Add(per-channel constant) becomes one Conv with that
     bias (as OpenVINO's Convolution + Add is written): onnxruntime's QDQ fusion wants DQ -> Conv -> Q, and
     fuses a float bias of a quantized Conv itself."""
+    nodes, initializers = index.nodes, index.initializers
     if not any(n.op_type == "Conv" and len(n.input) == 2 for n in nodes):
         return
-    values, producer, readers = _index(nodes, initializers)
+    values, producer, readers = index.lookups()
     dead = set()
     for conv in nodes:
         if conv.op_type != "Conv" or len(conv.input) != 2 or len(readers.get(conv.output[0], [])) != 1 \
@@ -1574,6 +1610,7 @@ def _conv_bias(nodes: list, initializers: list, keep: set) -> None:
         conv.output[0] = add.output[0]
         dead.add(id(add))
     nodes[:] = [n for n in nodes if id(n) not in dead]
+    index.edited(bool(dead))
 
 
 #: onnxruntime's direct integer convolution (MLAS ConvSym) takes input channels in groups of this many; with
@@ -1596,7 +1633,7 @@ def _static_shapes(inputs) -> dict:
     return shapes
 
 
-def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) -> None:
+def _space_to_depth(index: GraphIndex, keep: set, shapes: dict) -> None:
     """DequantizeLinear(x, s_x, z) -> Conv(DequantizeLinear(int8 w, s_w, 0), bias, stride b) -> QuantizeLinear,
     x a 2-D image of few channels (SPACE_TO_DEPTH_CHANNELS) and static shape (a graph input, possibly after a
     mean and scale: _static_shape), becomes SpaceToDepth(b) -> DequantizeLinear -> Conv(stride 1, kernel
@@ -1608,14 +1645,16 @@ def _space_to_depth(nodes: list, initializers: list, keep: set, shapes: dict) ->
     C of them at stride b through im2col (CHANNEL_GROUP, SPACE_TO_DEPTH_CHANNELS)."""
     from onnx import helper
 
+    nodes, initializers = index.nodes, index.initializers
     convs = [n for n in nodes if n.op_type == "Conv"]
     if not convs:
         return
-    values, producer, readers = _index(nodes, initializers)
+    values, producer, readers = index.lookups()
     for conv in convs:
         found = _space_to_depth_parameters(conv, values, producer, readers, keep, shapes)
         if found is None:
             continue
+        index.edited()  # (this loop keeps reading its snapshot)
         dq, weights_dq, block, kernel, shift, begin, end, padded = found
         q = values[weights_dq.input[0]]
         out_channels, channels = q.shape[:2]
@@ -1661,7 +1700,7 @@ GROUP_WIDTH = 16
 MAX_DENSE_GROUPS = 4
 
 
-def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
+def _wider_groups(index: GraphIndex, keep: set) -> None:
     """DequantizeLinear(x) -> Conv(DequantizeLinear(int8 w, s_w, z_w), group g) -> QuantizeLinear with fewer
     than GROUP_WIDTH input channels per group (not depthwise) becomes the same Conv with m neighbouring groups
     merged into one (g / m groups, m the smallest divisor of g reaching the width; a prime g above
@@ -1671,10 +1710,11 @@ def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
     bits, in fewer, wider GEMMs (GROUP_WIDTH)."""
     from onnx import helper
 
+    nodes, initializers = index.nodes, index.initializers
     convs = [n for n in nodes if n.op_type == "Conv" and _group(n) != 1]
     if not convs:
         return
-    values, producer, readers = _index(nodes, initializers)
+    values, producer, readers = index.lookups()
     for conv in convs:
         attributes = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
         groups = attributes.get("group", 1)
@@ -1700,6 +1740,7 @@ def _wider_groups(nodes: list, initializers: list, keep: set) -> None:
             if padded is None:
                 continue
             q, zero, groups, merged = padded
+        index.edited()  # (this loop keeps reading its snapshot)
         width, out_width, kernel = q.shape[1], q.shape[0] // groups, q.shape[2:]
         # [merged groups, m, outputs per group, m, inputs per group, kernel...]: group r of a merged one
         # reads input block r
