@@ -576,20 +576,26 @@ def _quantized_after(conv, readers: dict, values: dict) -> bool:
     nodes, each the only reader of the one before: the path onnxruntime's WeightBiasQuantization and QDQ Conv
     fusion take (QLinearConv once the bias is in the Conv; a Relu or a Clip the quantized range lies within is
     absorbed by the QuantizeLinear). Float weights on such a path onnxruntime re-quantizes per tensor."""
-    name, first = conv.output[0], True
+    return _path_to_quantize(conv, readers, values) is not None
+
+
+def _path_to_quantize(conv, readers: dict, values: dict) -> list | None:
+    """The nodes of _quantized_after's path from `conv` to its QuantizeLinear (the last of them), else None."""
+    path, name = [], conv.output[0]
     while True:
         found = readers.get(name, [])
         if len(found) != 1:
-            return False
+            return None
         node = found[0]
+        path.append(node)
         if node.op_type == "QuantizeLinear":
-            return True
-        bias = first and node.op_type == "Add" and any(i in values for i in node.input)
+            return path
+        bias = len(path) == 1 and node.op_type == "Add" and any(i in values for i in node.input)
         if not bias and node.op_type not in ("Relu", "Clip"):
-            return False
+            return None
         if node.op_type == "Clip" and any(i and i not in values for i in node.input[1:]):
-            return False
-        name, first = node.output[0], False
+            return None
+        name = node.output[0]
 
 
 #: ops onnxruntime's QDQ propagation moves a DequantizeLinear across (they only select or move values, so the
@@ -1280,6 +1286,7 @@ def _patches_as_pointwise(index: GraphIndex, keep: set, shapes: dict) -> None:
         conv.attribute.extend(kept + [helper.make_attribute("kernel_shape", [1, 1])])
         index.edited()
 
+
 def _strided_like_kernel(conv) -> bool:
     """Whether a Conv's attributes are a patch embedding's (_patches_as_pointwise checks the rest): a square
     kernel of 2 or more at its own stride, one group, no dilation, no padding."""
@@ -1760,28 +1767,22 @@ def _wider_groups(index: GraphIndex, keep: set) -> None:
         conv.attribute.extend(kept + [helper.make_attribute("group", groups // merged)])
 
 
-def _padded_groups(nodes: list, initializers: list, conv, weights_dq, found: tuple, index: tuple):
+def _padded_groups(nodes: list, initializers: list, conv, weights_dq, found: tuple, lookups: tuple):
     """A grouped convolution of a prime group count (regnet's 13 groups of 8) given extra groups of zero
     weights, so that a divisor of the new count merges groups to GROUP_WIDTH: its uint8 input padded with
     zero-point channels (dequantized: 0) by a Pad, its per-channel scales, zero points and bias padded, and
     the padded output channels (bias 0, so 0, quantized to the zero point) sliced off after the
     QuantizeLinear that follows (through Relu / Clip only): the same integer products plus exact zeros.
-    `found` is _wider_groups' (q, scale, zero point, groups), `index` _index's lookups. Returns (q, zero,
+    `found` is _wider_groups' (q, scale, zero point, groups), `lookups` GraphIndex.lookups(). Returns (q, zero,
     groups, merged) padded, or None where the form does not fit (measured: MAX_DENSE_GROUPS)."""
     from onnx import helper
 
-    (q, scale, zero, groups), (values, producer, readers) = found, index
+    (q, scale, zero, groups), (values, producer, readers) = found, lookups
     dq = producer.get(conv.input[0])
     width, out_width = q.shape[1], q.shape[0] // groups
     need = -(-GROUP_WIDTH // width)
     extra = next(k for k in range(1, need + 1) if (groups + k) % need == 0)
-    chain, name = [], conv.output[0]
-    while True:
-        [node] = readers[name]
-        chain.append(node)
-        if node.op_type == "QuantizeLinear":
-            break
-        name = node.output[0]
+    chain = _path_to_quantize(conv, readers, values)  # (_wider_groups checked that there is one)
     bias = values.get(conv.input[2]) if len(conv.input) > 2 and conv.input[2] else None
     if dq is None or dq.op_type != "DequantizeLinear" or len(dq.input) < 3 or dq.input[2] not in values \
             or any(n.op_type == "Add" for n in chain) or q.ndim != 4 or any(a.name == "axis" for a in dq.attribute) \
