@@ -74,13 +74,13 @@ VECTOR_FLAGS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "AVX-512 VN
 
 
 def vector_extensions(flags: set | None = None) -> str:
-    """"AVX2, no AVX-512, no VNNI"-style summary of the CPU flags (/proc/cpuinfo's by default; "unknown"
-    where there is none)."""
+    """"AVX2, no AVX-512, no VNNI"-style summary of the CPU flags (compare_explain.cpu_flags() by default;
+    "unknown" where there are none)."""
     if flags is None:
-        try:
-            with open("/proc/cpuinfo") as info:
-                flags = set(next(line for line in info if line.startswith("flags")).split(":", 1)[1].split())
-        except (OSError, StopIteration):
+        from onnx_bridge.compare_explain import cpu_flags
+
+        flags = cpu_flags()
+        if flags is None:
             return "unknown"
     found = [label for flag, label in VECTOR_FLAGS.items() if flag in flags]
     if "avx512f" not in flags:

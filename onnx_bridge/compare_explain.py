@@ -60,14 +60,22 @@ def _erfinv_tail(node, inputs) -> bool:
 
 
 @functools.cache
-def _cpu_without_vnni() -> bool:
-    """An x86 CPU whose int8 kernels are AVX2's vpmaddubsw (int16 pair sums), not VNNI's (int32)."""
+def cpu_flags() -> frozenset | None:
+    """The CPU's feature flags (/proc/cpuinfo's "flags"; None where there are none to read): OpenVINO's and
+    onnxruntime's int8 and bf16 kernels choose by them (AVX2, AVX-512, VNNI, BF16, AMX)."""
     try:
         with open("/proc/cpuinfo") as cpuinfo:
-            flags = cpuinfo.read()
-    except OSError:
-        return False  # not known: do not claim the AVX2 kernels' saturation
-    return " avx2" in flags and "vnni" not in flags
+            line = next(line for line in cpuinfo if line.startswith("flags"))
+    except (OSError, StopIteration):
+        return None
+    return frozenset(line.split(":", 1)[1].split())
+
+
+def _cpu_without_vnni() -> bool:
+    """An x86 CPU whose int8 kernels are AVX2's vpmaddubsw (int16 pair sums), not VNNI's (int32); False where
+    the flags are not known (the AVX2 kernels' saturation is not claimed)."""
+    flags = cpu_flags()
+    return flags is not None and "avx2" in flags and not any("vnni" in flag for flag in flags)
 
 
 def _int8_levels(source) -> int | None:
