@@ -3,30 +3,19 @@ optimizes to, and the values against OpenVINO CPU and against OpenVINO's own dec
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 
 ov = pytest.importorskip("openvino")
-ort = pytest.importorskip("onnxruntime")
 import openvino.opset13 as op  # noqa: E402
 
 from converters.openvino_ir import import_ir  # noqa: E402
 from tests.helpers.int8 import UNSATURATING_LEVEL  # noqa: E402
+from tests.helpers.ir_cases import op_types, ort_optimized, ort_session  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 #: scores summed in another order (integers in onnxruntime's fused kernel, floats in OpenVINO's)
 ACCUMULATION = dict(rtol=1e-5, atol=1e-6)
-
-
-def _session(onnx_model, path=None, optimize=True):
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    if path is not None:
-        options.optimized_model_filepath = str(path)
-    if not optimize:
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 #: the steps of nncf's FakeQuantize on Q and K
@@ -57,10 +46,6 @@ def _attention(head, scale=None, mask=False, quantized=True, query_output=False)
     return model, feeds
 
 
-def _ops(onnx_model):
-    return [n.op_type for n in onnx_model.graph.node]
-
-
 #: (head size, scale input or None, mask, quantized q also a model output, scale folded into Q's scale)
 SCORES = {
     "head64": (64, None, True, False, True),
@@ -83,23 +68,23 @@ def test_quantized_scores_run_as_integer_matmul(tmp_path, monkeypatch, case_id):
     head, scale, mask, query_output, folded = SCORES[case_id]
     model, feeds = _attention(head, scale, mask, query_output=query_output)
     onnx_model = import_ir(model)
-    ops = _ops(onnx_model)
+    ops = op_types(onnx_model)
     assert ("Mul" in ops) != folded
-    session = _session(onnx_model, tmp_path / "optimized.onnx")
-    optimized = _ops(onnx.load(str(tmp_path / "optimized.onnx")))
+    session, graph = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized = op_types(graph)
     assert optimized.count("MatMulIntegerToFloat") == 1 and "FusedMatMul" not in optimized
     assert ("Mul" in optimized) != folded
     want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)
     got = session.run(None, feeds)
     for a, b in zip(got, want.values()):
         np.testing.assert_allclose(a, b, **ACCUMULATION)
-    exact = _session(import_ir(model, int8="exact"), optimize=False).run(None, feeds)[0]
+    exact = ort_session(import_ir(model, int8="exact"), optimize=False).run(None, feeds)[0]
     np.testing.assert_allclose(got[0], exact, **ACCUMULATION)
-    ours = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    ours = ort_session(onnx_model, optimize=False).run(None, feeds)[0]
     monkeypatch.setattr("converters.openvino_ir._importer.scores_scale_into_dequantize", lambda *a: 0)
     unfolded = import_ir(model)
-    assert _ops(unfolded).index("MatMul") < _ops(unfolded).index("Mul")  # the scale after the scores
-    np.testing.assert_array_equal(ours, _session(unfolded, optimize=False).run(None, feeds)[0])
+    assert op_types(unfolded).index("MatMul") < op_types(unfolded).index("Mul")  # the scale after the scores
+    np.testing.assert_array_equal(ours, ort_session(unfolded, optimize=False).run(None, feeds)[0])
 
 
 @pytest.mark.parametrize("quantized", [False, True])
@@ -111,8 +96,8 @@ def test_other_scales_keep_openvinos_order(tmp_path, quantized):
     producer = {o: n for n in onnx_model.graph.node for o in n.output}
     scores = next(n for n in onnx_model.graph.node if n.op_type == "MatMul")
     assert producer[scores.input[0]].op_type == "Mul"  # Q * scale
-    session = _session(onnx_model, tmp_path / "optimized.onnx")
-    assert "MatMulIntegerToFloat" not in _ops(onnx.load(str(tmp_path / "optimized.onnx")))
+    session, graph = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    assert "MatMulIntegerToFloat" not in op_types(graph)
     want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
     np.testing.assert_allclose(session.run(None, feeds)[0], want, **ACCUMULATION)
 
@@ -123,7 +108,7 @@ def test_power_of_two_scale_after_the_scores_is_the_same_values(head, scale):
     decomposition order written by hand."""
     model, feeds = _attention(head, scale, quantized=False)
     onnx_model = import_ir(model)
-    ours = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    ours = ort_session(onnx_model, optimize=False).run(None, feeds)[0]
     # the same graph with the Mul moved back onto Q
     graph = onnx_model.graph
     matmul = next(n for n in graph.node if n.op_type == "MatMul")
@@ -134,7 +119,7 @@ def test_power_of_two_scale_after_the_scores_is_the_same_values(head, scale):
     nodes = sorted(graph.node, key=lambda n: n is not mul)  # the Mul first (its inputs are graph values)
     del graph.node[:]
     graph.node.extend(nodes)
-    theirs = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    theirs = ort_session(onnx_model, optimize=False).run(None, feeds)[0]
     np.testing.assert_array_equal(ours, theirs)
 
 
@@ -180,14 +165,14 @@ def test_heads_of_batch_one_move_inside_the_matmuls(tmp_path, monkeypatch, case_
     batch, mask, causal, scale = HEAD_LAYOUTS.get(case_id, (2, _RAGGED.reshape(1, 1, 1, 12), False, None))
     model, feeds = _bert_attention(batch, mask, causal, scale)
     onnx_model = import_ir(model)
-    session = _session(onnx_model, tmp_path / "optimized.onnx")
-    optimized = _ops(onnx.load(str(tmp_path / "optimized.onnx")))
+    session, graph = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized = op_types(graph)
     assert optimized.count("Transpose") == (1 if batch == 1 else 4), optimized
     want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
     got = session.run(None, feeds)[0]
     np.testing.assert_allclose(got, want, **ACCUMULATION)
-    ours = _session(onnx_model, optimize=False).run(None, feeds)[0]
+    ours = ort_session(onnx_model, optimize=False).run(None, feeds)[0]
     monkeypatch.setattr("converters.openvino_ir.rules.attention._heads_of_batch_one", lambda *a: None)
     four_d = import_ir(model)
-    np.testing.assert_array_equal(ours, _session(four_d, optimize=False).run(None, feeds)[0])
-    np.testing.assert_array_equal(got, _session(four_d).run(None, feeds)[0])
+    np.testing.assert_array_equal(ours, ort_session(four_d, optimize=False).run(None, feeds)[0])
+    np.testing.assert_array_equal(got, ort_session(four_d).run(None, feeds)[0])

@@ -12,6 +12,7 @@ import openvino.opset13 as op  # noqa: E402
 
 from converters.openvino_ir import _importer, import_ir  # noqa: E402
 from tests.helpers.int8 import unsaturating_int8_weights  # noqa: E402
+from tests.helpers.ir_cases import op_types, ort_optimized, ort_session  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -58,16 +59,6 @@ CASES = {
 }
 
 
-def _session(onnx_model, path):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.optimized_model_filepath = str(path)
-    options.log_severity_level = 3
-    session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session, [n for n in onnx.load(str(path)).graph.node]
-
-
 @pytest.mark.parametrize("case_id", list(CASES))
 def test_quantized_conv3d_runs_as_2d_integer_convolutions_per_frame(tmp_path, monkeypatch, case_id):
     case, convolutions = CASES[case_id]
@@ -75,14 +66,14 @@ def test_quantized_conv3d_runs_as_2d_integer_convolutions_per_frame(tmp_path, mo
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     assert ops.count("Conv") == convolutions and ops.count("QuantizeLinear") == 1 + convolutions
-    session, optimized = _session(onnx_model, tmp_path / "frames.onnx")
-    fused = [n for n in optimized if n.op_type == "QLinearConv"]
-    assert len(fused) == convolutions and "Conv" not in {n.op_type for n in optimized}
+    session, optimized = ort_optimized(onnx_model, tmp_path / "frames.onnx")
+    fused = [n for n in optimized.node if n.op_type == "QLinearConv"]
+    assert len(fused) == convolutions and "Conv" not in op_types(optimized)
     assert all(len(onnx.helper.get_attribute_value(next(a for a in n.attribute if a.name == "pads"))) == 4
                for n in fused)  # 2-D
     monkeypatch.setattr(_importer, "quantized_frames_as_channels", lambda *args: 0)
-    plain, optimized = _session(import_ir(model), tmp_path / "plain.onnx")
-    assert [n.op_type for n in optimized].count("QLinearConv") == 1  # the 3-D form it replaces
+    plain, optimized = ort_optimized(import_ir(model), tmp_path / "plain.onnx")
+    assert op_types(optimized).count("QLinearConv") == 1  # the 3-D form it replaces
     shape = [2 if d == -1 else d for d in case[0]]
     for seed in range(3):
         feeds = {"x": (np.random.default_rng(seed).standard_normal(shape) * 1.5).astype(np.float32)}
@@ -98,8 +89,8 @@ def test_quantized_conv3d_with_output_frames_reading_padding_only_stays_3d(tmp_p
     model = _conv3d_model((1, 4, 2, 5, 5), (3, 3, 3), [1, 1, 1], [3, 1, 1], [0, 1, 1], [1, 1, 1], False, seed=4)
     onnx_model = import_ir(model)
     assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 1
-    session, optimized = _session(onnx_model, tmp_path / "plain.onnx")
-    assert [n.op_type for n in optimized].count("QLinearConv") == 1
+    session, optimized = ort_optimized(onnx_model, tmp_path / "plain.onnx")
+    assert op_types(optimized).count("QLinearConv") == 1
     feeds = {"x": (np.random.default_rng(1).standard_normal((1, 4, 2, 5, 5)) * 1.5).astype(np.float32)}
     want = np.asarray(ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0])
     np.testing.assert_allclose(session.run(None, feeds)[0], want, rtol=0, atol=OUT_STEP * 1.01)
@@ -136,11 +127,11 @@ def test_quantized_conv3d_resnet_block_keeps_channels_last_between_convolutions(
 
     added = op.relu(op.add(conv(conv(block_input, True), False), block_input))
     model = ov.Model([op.fake_quantize(added, *[op.constant(v) for v in _step_limits(0, 255, OUT_STEP)], 256)], [x])
-    session, optimized = _session(import_ir(model), tmp_path / "frames.onnx")
-    ops = [n.op_type for n in optimized]
+    session, optimized = ort_optimized(import_ir(model), tmp_path / "frames.onnx")
+    ops = op_types(optimized)
     assert ops.count("QLinearConv") == 8 and ops.count("QLinearAdd") == 1 and ops.count("Transpose") == 2
     monkeypatch.setattr(_importer, "quantized_frames_as_channels", lambda *args: 0)
-    plain, _ = _session(import_ir(model), tmp_path / "plain.onnx")
+    plain = ort_session(import_ir(model))
     for seed in range(2):
         feeds = {"x": (np.random.default_rng(seed).standard_normal((1, 8, 4, 6, 6)) * 1.5).astype(np.float32)}
         got = session.run(None, feeds)[0]

@@ -7,26 +7,19 @@ import onnx
 import pytest
 
 ov = pytest.importorskip("openvino")
-ort = pytest.importorskip("onnxruntime")
 import openvino.opset7 as op  # noqa: E402
 
 from converters.openvino_ir import import_ir  # noqa: E402
+from tests.helpers.ir_cases import op_types, ort_optimized, ort_session  # noqa: E402
 
 pytestmark = pytest.mark.openvino
-
-
-def _optimized(onnx_model, path):
-    options = ort.SessionOptions()
-    options.optimized_model_filepath = str(path)
-    options.log_severity_level = 3
-    session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session, [n.op_type for n in onnx.load(str(path)).graph.node]
 
 
 def test_gelu_erf_is_fused_by_onnxruntime(tmp_path):
     x = op.parameter([2, 16, 32], ov.Type.f32, name="x")
     model = ov.Model([op.gelu(op.matmul(x, op.constant(np.eye(32, dtype=np.float32)), False, False), "erf")], [x])
-    session, ops = _optimized(import_ir(model), tmp_path / "gelu.onnx")
+    session, optimized = ort_optimized(import_ir(model), tmp_path / "gelu.onnx")
+    ops = op_types(optimized)
     assert "Gelu" in ops and "Erf" not in ops
     data = np.random.default_rng(3).standard_normal((2, 16, 32)).astype(np.float32) * 3
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
@@ -39,7 +32,8 @@ def test_gelu_tanh_is_fused_into_fast_gelu_by_onnxruntime(tmp_path):
     x = op.parameter([2, 16, 32], ov.Type.f32, name="x")
     weights = op.constant(np.random.default_rng(5).standard_normal((32, 32)).astype(np.float32))
     model = ov.Model([op.relu(op.gelu(op.matmul(x, weights, False, False), "tanh"))], [x])  # GPT-2's MLP
-    session, ops = _optimized(import_ir(model), tmp_path / "gelu.onnx")
+    session, optimized = ort_optimized(import_ir(model), tmp_path / "gelu.onnx")
+    ops = op_types(optimized)
     assert "FastGelu" in ops and "Tanh" not in ops and "Pow" not in ops
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     for seed in range(3):
@@ -84,7 +78,8 @@ def test_mvn_over_the_last_axis_runs_as_layer_normalization(case_id, tmp_path):
         output = op.add(output, op.constant(rng.uniform(-1, 1, bias_shape).astype(element.to_dtype())))
     model = ov.Model([op.relu(output)], [x])  # (a model output keeps its own node)
     onnx_model = import_ir(model)
-    session, ops = _optimized(onnx_model, tmp_path / "mvn.onnx")
+    session, optimized = ort_optimized(onnx_model, tmp_path / "mvn.onnx")
+    ops = op_types(optimized)
     assert ("LayerNormalization" in ops and "ReduceMean" not in ops) == fused
     assert "SkipLayerNormalization" not in ops
     if fused:  # the imported Muls and Adds: the residual Add, and the scale's and the bias's when not taken
@@ -117,11 +112,8 @@ def test_gelu_tanh_unfused_is_bit_for_bit_the_multiplied_out_cube():
     assert len(nodes) == len(multiplied.graph.node) + 1, "one Pow in the tanh form"
     del multiplied.graph.node[:]
     multiplied.graph.node.extend(nodes)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     data = {"x": np.random.default_rng(11).standard_normal((4, 64)).astype(np.float32) * 4}
-    got, want = (ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
-                 .run(None, data)[0] for m in (onnx_model, multiplied))
+    got, want = (ort_session(m, optimize=False).run(None, data)[0] for m in (onnx_model, multiplied))
     np.testing.assert_array_equal(got, want)
 
 #: 3-D convolutions: (data shape, weight shape, strides, pads_begin, pads_end, dilations, auto_pad)
@@ -153,10 +145,10 @@ def test_conv3d_runs_as_2d_convolutions(case_id, tmp_path):
     weights = op.convert(op.constant(rng.standard_normal(wshape).astype(np.float16)), "f32")  # as save_model
     model = ov.Model([op.convolution(x, weights, strides, begin, end, dilations, auto_pad)], [x])
     onnx_model = import_ir(model)
-    session, ops = _optimized(onnx_model, tmp_path / "conv.onnx")
+    session, optimized = ort_optimized(onnx_model, tmp_path / "conv.onnx")
     assert "Conv" in {n.op_type for n in onnx_model.graph.node}
-    assert all(len(w.dims) == 4 for w in onnx.load(str(tmp_path / "conv.onnx")).graph.initializer
-               if len(w.dims) >= 4), "only 2-D convolution weights are left"
+    assert all(len(w.dims) == 4 for w in optimized.initializer if len(w.dims) >= 4), \
+        "only 2-D convolution weights are left"
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     for batch, size in ((1, 5), (3, 6)) if -1 in shape else ((shape[0], None),):
         concrete = (batch if shape[0] == -1 else shape[0],) + tuple(size if d == -1 else d for d in shape[1:])
@@ -178,7 +170,7 @@ def test_conv3d_taps_reading_time_padding_are_left_out_and_added_in_the_convolut
     onnx_model = import_ir(model)
     emitted = [n.op_type for n in onnx_model.graph.node]
     assert emitted.count("Conv") == 10 and emitted.count("Slice") == 4
-    _, ops = _optimized(onnx_model, tmp_path / "conv.onnx")
+    ops = op_types(ort_optimized(onnx_model, tmp_path / "conv.onnx")[1])
     assert ops.count("Conv") == 10 and "Add" not in ops and "Sum" not in ops
 
 
@@ -189,7 +181,7 @@ def test_conv3d_with_output_frames_reading_padding_only_stays_3d():
     model = ov.Model([op.convolution(x, weights, [1, 1, 1], [2, 1, 1], [1, 1, 1], [1, 1, 1])], [x])
     onnx_model = import_ir(model)
     assert [n.op_type for n in onnx_model.graph.node] == ["Conv"]
-    session = ort.InferenceSession(onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort_session(onnx_model)
     data = np.random.default_rng(7).standard_normal((1, 2, 3, 4, 4)).astype(np.float32)
     want = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({"x": data})[0]
     np.testing.assert_allclose(session.run(None, {"x": data})[0], want, rtol=1e-5, atol=1e-5)
@@ -236,7 +228,8 @@ def test_conv3d_bias_and_relu_go_into_the_2d_convolutions(form, tmp_path):
     model, onnx_model = _conv3d_block((1, 16, 4, 6, 6), 16, bias_first=form == "bias_first",
                                       relu=form != "bias_only", second_reader=form == "conv_read_twice",
                                       output=form == "model_output")
-    session, ops = _optimized(onnx_model, tmp_path / "block.onnx")
+    session, optimized = ort_optimized(onnx_model, tmp_path / "block.onnx")
+    ops = op_types(optimized)
     if form in ("bias_relu", "bias_only"):
         assert ops.count("Conv") == 10 and not {"Add", "Relu", "Sum"} & set(ops), ops
     else:
@@ -274,7 +267,8 @@ def test_conv3d_resnet_blocks_stay_frames_of_2d_convolutions(form, tmp_path):
     channels = 16 if form == "shortcut_from_the_input" else 3
     x = op.parameter([-1 if form == "dynamic_batch" else 1, channels, 4, 6, 6], ov.Type.f32, name="x")
     model = ov.Model([_resnet3d(x, np.random.default_rng(9), form == "shortcut_from_the_input")], [x])
-    session, ops = _optimized(import_ir(model), tmp_path / "resnet.onnx")
+    session, optimized = ort_optimized(import_ir(model), tmp_path / "resnet.onnx")
+    ops = op_types(optimized)
     if form == "shortcut_from_the_input":
         assert "Add" in ops
     else:
@@ -308,7 +302,7 @@ def test_conv3d_spatial_and_temporal_convolutions_mixed(batch, tmp_path):
     onnx_model = import_ir(model)
     if batch == 1:  # the 1x3x3 convolutions: one Conv each; the 3x1x1 ones: 2 + 3 + 3 + 2
         assert [n.op_type for n in onnx_model.graph.node].count("Conv") == 1 + 10 + 1 + 10
-    session, _ = _optimized(onnx_model, tmp_path / "mixed.onnx")
+    session = ort_session(onnx_model)
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     data = np.random.default_rng(12).standard_normal((1 if batch == 1 else 2, 32, 4, 4, 4)).astype(np.float32)
     np.testing.assert_allclose(session.run(None, {"x": data})[0], compiled({"x": data})[0], rtol=1e-5, atol=1e-5)
@@ -329,7 +323,8 @@ def test_mvn_over_the_last_axis_is_layer_normalization_not_skip_layer_normalizat
     x, skip = (op.parameter([1, 24, 64], ov.Type.f32, name=n) for n in ("x", "skip"))
     normal = opset6.mvn(op.add(x, skip), op.constant(np.array([-1], np.int64)), True, 1e-12, "inside_sqrt")
     model = ov.Model([normal], [x, skip])
-    session, ops = _optimized(import_ir(model), tmp_path / "layer_norm.onnx")
+    session, optimized = ort_optimized(import_ir(model), tmp_path / "layer_norm.onnx")
+    ops = op_types(optimized)
     assert "LayerNormalization" in ops and "SkipLayerNormalization" not in ops and "ReduceMean" not in ops, ops
     rng = np.random.default_rng(7)
     feeds = {n: (rng.standard_normal((1, 24, 64)) * 2 + offset / 2).astype(np.float32) for n in ("x", "skip")}

@@ -4,16 +4,15 @@ re-quantize per tensor; values against OpenVINO CPU."""
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 
 ov = pytest.importorskip("openvino")
-ort = pytest.importorskip("onnxruntime")
 import openvino.opset13 as op  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
 from converters.openvino_ir import import_ir  # noqa: E402
 from tests.helpers.int8 import unsaturating_int8_weights  # noqa: E402
+from tests.helpers.ir_cases import op_types, ort_optimized, ort_session  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -52,14 +51,6 @@ def _relu6_model(depthwise: bool, out_step: float, seed: int):
     return ov.Model([out], [x]), rng
 
 
-def _optimized(onnx_model, path):
-    options = ort.SessionOptions()
-    options.optimized_model_filepath = str(path)
-    options.log_severity_level = 3
-    session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session, onnx.load(str(path)).graph
-
-
 @pytest.mark.parametrize("depthwise", [False, True], ids=["conv", "depthwise"])
 @pytest.mark.parametrize("out_step", [0.02, 0.03], ids=["clip_absorbed", "clip_kept"])
 def test_conv_clip_quantize_keeps_per_channel_int8_weights(tmp_path, depthwise, out_step):
@@ -76,7 +67,7 @@ def test_conv_clip_quantize_keeps_per_channel_int8_weights(tmp_path, depthwise, 
     weights = producer[conv.input[1]]
     assert weights.op_type == "DequantizeLinear" and values[weights.input[1]].size == 8
     assert len(conv.input) == 3  # the bias inside the Conv
-    session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
+    session, graph = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
     initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     fused = [n for n in graph.node if n.op_type == "QLinearConv"]
     for node in fused:  # QLinearConv(x, x_scale, x_zp, w, w_scale, ...): per-channel weight scales
@@ -162,7 +153,7 @@ def test_convs_after_concat_and_split_run_on_integers(tmp_path, build):
             assert producer[node.input[0]].op_type != "DequantizeLinear", node.op_type
         if node.op_type == "Conv":
             assert producer[node.input[1]].op_type == "DequantizeLinear"
-    session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
+    session, graph = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
     initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     fused = [n for n in graph.node if n.op_type == "QLinearConv"]
     assert len(fused) == 4 and not [n for n in graph.node if n.op_type in ("Conv", "FusedConv")]
@@ -170,7 +161,7 @@ def test_convs_after_concat_and_split_run_on_integers(tmp_path, build):
     _check_against_openvino(model, session)
 
 
-def test_concat_of_different_limits_stays_float(tmp_path):
+def test_concat_of_different_limits_stays_float():
     """Concat inputs quantized with different limits: no integer Concat (one scale cannot hold both); the
     convolutions after it keep float weights, run as float convolutions: the same values as the graph without
     onnxruntime's optimisation, within a level of OpenVINO CPU."""
@@ -179,10 +170,8 @@ def test_concat_of_different_limits_stays_float(tmp_path):
     [concat] = [n for n in onnx_model.graph.node if n.op_type == "Concat"]
     producer = {o: n for n in onnx_model.graph.node for o in n.output}
     assert all(producer[i].op_type == "DequantizeLinear" for i in concat.input)
-    session, _ = _optimized(onnx_model, tmp_path / "optimized.onnx")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    unfused = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort_session(onnx_model)
+    unfused = ort_session(onnx_model, optimize=False)
     compiled = ov.Core().compile_model(model, "CPU", CONFIG)
     for case in range(3):
         x = np.random.default_rng(case).standard_normal((1, 4, 8, 8)).astype(np.float32)
@@ -206,12 +195,10 @@ def test_classifier_after_global_mean_runs_on_integers(tmp_path):
     out = op.add(op.matmul(pooled, quantized, False, False), op.constant(rng.standard_normal(10).astype(np.float32)))
     model = ov.Model([out], [x])
     onnx_model = import_ir(model)
-    session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
-    ops = [n.op_type for n in graph.node]
+    session, graph = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    ops = op_types(graph)
     assert "MatMulIntegerToFloat" in ops and "Gemm" not in ops and "MatMul" not in ops
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    unfused = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    unfused = ort_session(onnx_model, optimize=False)
     compiled = ov.Core().compile_model(model, "CPU", CONFIG)
     for case in range(3):
         feeds = {"x": np.random.default_rng(case).standard_normal((1, 4, 6, 6)).astype(np.float32)}
@@ -265,14 +252,14 @@ def test_expansion_before_depthwise_input_scale(tmp_path, monkeypatch, form):
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     assert ("Clip" in ops) == kept and ("Div" in ops) == kept
-    session, graph = _optimized(onnx_model, tmp_path / "optimized.onnx")
-    fused = [n.op_type for n in graph.node]
+    session, graph = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    fused = op_types(graph)
     assert fused.count("QLinearConv") == convs
     assert ("MatMulIntegerToFloat" in fused) == (convs == 1)
     _check_against_openvino(model, session, step=0.02)
 
 
-def test_clip_div_fold_keeps_levels(tmp_path, monkeypatch):
+def test_clip_div_fold_keeps_levels(monkeypatch):
     """The Div folded into MatMulIntegerToFloat's scales and bias moves a level only at near-ties of the
     unfolded form (both onnxruntime, fused), on 20 inputs; a Clip that changes some channel's levels (a
     channel's range reaching 12 past ReLU6's 6) stays, and the Div with it."""
@@ -282,7 +269,7 @@ def test_clip_div_fold_keeps_levels(tmp_path, monkeypatch):
     sessions = []
     for fold in (True, False):
         monkeypatch.setattr(quantization, "FOLD_CLIP_DIV_INTO_SCALES", fold)
-        sessions.append(_optimized(import_ir(model), tmp_path / f"optimized_{fold}.onnx")[0])
+        sessions.append(ort_session(import_ir(model)))
     differing = total = 0
     for case in range(20):
         feeds = {"x": np.random.default_rng(case).standard_normal((1, 4, 6, 6)).astype(np.float32)}
@@ -294,5 +281,5 @@ def test_clip_div_fold_keeps_levels(tmp_path, monkeypatch):
     wide = _expand_relu6_depthwise(wide_channel=True)
     ops = [n.op_type for n in import_ir(wide).graph.node]
     assert "Clip" in ops and "Div" in ops
-    session, _ = _optimized(import_ir(wide), tmp_path / "optimized_wide.onnx")
+    session = ort_session(import_ir(wide))
     _check_against_openvino(wide, session, step=0.02)

@@ -16,6 +16,7 @@ from converters.openvino_ir import import_ir, to_openvino  # noqa: E402
 from converters.openvino_ir._types import unpack_nibbles  # noqa: E402
 from onnx_bridge.errors import ConversionError  # noqa: E402
 from tests.helpers.int8 import unsaturating_int8_weights  # noqa: E402
+from tests.helpers.ir_cases import op_types, ort_optimized, ort_session  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 #: f32 throughout; no dynamic quantization of activations (the CPU plugin's default for compressed weights on
@@ -262,16 +263,6 @@ def test_fake_quantize_on_weights_becomes_int8_initializer():
     np.testing.assert_allclose(_run_onnx(onnx_model, {"x": x})[0], _run_ov(model, {"x": x})[0], **ACCUMULATION)
 
 
-def _optimized_ops(onnx_model, path):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.optimized_model_filepath = str(path)
-    options.log_severity_level = 3
-    session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session, {n.op_type for n in onnx.load(str(path)).graph.node}
-
-
 def _rel_l2(got, want):
     return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
@@ -284,7 +275,6 @@ def test_nncf_int8_model_qdq_within_openvino_spread(tmp_path):
     (QLinearConv) stay within OpenVINO's own int8-vs-f32 spread of OpenVINO CPU, floored at 1e-3 (on this tiny
     model OpenVINO's int8 kernels are exact, onnxruntime's quantize the bias: measured 2.5e-4)."""
     pytest.importorskip("nncf")
-    import onnxruntime as ort
     from tests.helpers.zoo import nncf_int8_cnn
 
     model, feeds = nncf_int8_cnn()
@@ -295,11 +285,10 @@ def test_nncf_int8_model_qdq_within_openvino_spread(tmp_path):
     exact_model, qdq_model = import_ir(model, int8="exact"), import_ir(model)
     assert "QuantizeLinear" not in {n.op_type for n in exact_model.graph.node}
     np.testing.assert_allclose(_run_onnx(exact_model, feeds)[0], plain, **ACCUMULATION)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    unfused = ort.InferenceSession(qdq_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    unfused = ort_session(qdq_model, optimize=False)
     np.testing.assert_allclose(unfused.run(None, feeds)[0], plain, **ACCUMULATION)
-    session, ops = _optimized_ops(qdq_model, tmp_path / "optimized.onnx")
+    session, optimized = ort_optimized(qdq_model, tmp_path / "optimized.onnx")
+    ops = op_types(optimized)
     assert "QLinearConv" in ops
     assert _rel_l2(session.run(None, feeds)[0], want) <= max(spread, 1e-3)
 
@@ -377,16 +366,13 @@ def test_depthwise_input_quantized_per_channel_runs_as_integer_convolution(tmp_p
     graph of OpenVINO's f32 semantics (LP_TRANSFORMS_MODE off), the integer kernel of OpenVINO's int8 execution
     (with 2 outputs per group both sum pairs of taps in int16 and saturate on AVX2 without VNNI: up to 98
     levels from the semantics)."""
-    import onnxruntime as ort
-
     model, feeds = _depthwise_model([128, 128, 128, 128], multiplier)
     onnx_model = import_ir(model)
     assert "Div" in {n.op_type for n in onnx_model.graph.node}
     semantics = _run_ov(model, feeds, LP_TRANSFORMS_MODE=False)[0]
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    unfused = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    session, ops = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    unfused = ort_session(onnx_model, optimize=False)
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    ops = op_types(optimized)
     assert "QLinearConv" in ops
     int8 = _run_ov(model, feeds)[0]
     for got, want in ((unfused.run(None, feeds)[0], semantics), (session.run(None, feeds)[0], int8)):
@@ -420,7 +406,8 @@ def test_conv_after_max_pool_keeps_per_channel_int8_weights(tmp_path):
     producer = {o: n for n in onnx_model.graph.node for o in n.output}
     conv_node = next(n for n in onnx_model.graph.node if n.op_type == "Conv")
     assert len(conv_node.input) == 3 and producer[conv_node.input[1]].op_type == "DequantizeLinear"
-    session, ops = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    ops = op_types(optimized)
     assert "QLinearConv" in ops
     for seed in range(3):
         feeds = {"x": np.random.default_rng(seed).uniform(0, 5, (1, 3, 8, 8)).astype(np.float32)}
@@ -453,7 +440,8 @@ def test_integer_convolution_saturates_as_openvino_does(tmp_path, channels, kern
     saturates, equal outputs (measured up to 56 levels from the f32 semantics, and unsaturated uint8 weights
     moved resnet18-int8 from 2.1e-2 to 7.3e-2 from OpenVINO). With VNNI neither saturates."""
     model, feeds = _saturating_conv_model(channels, kernel, signed)
-    session, ops = _optimized_ops(import_ir(model), tmp_path / "optimized.onnx")
+    session, optimized = ort_optimized(import_ir(model), tmp_path / "optimized.onnx")
+    ops = op_types(optimized)
     assert "QLinearConv" in ops
     np.testing.assert_array_equal(session.run(None, feeds)[0], _run_ov(model, feeds)[0])
 
@@ -514,8 +502,9 @@ def test_pointwise_conv_with_float_output_runs_as_integer_matmul(tmp_path, also_
         assert producer[back.input[0]].op_type == "QuantizeLinear"
     [matmul] = [n for n in onnx_model.graph.node if n.op_type == "MatMulIntegerToFloat"]
     assert matmul.domain == "com.microsoft" and len(matmul.input) == (7 if bias else 5)
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "MatMulIntegerToFloat" in optimized and not optimized & {"Gemm", "Conv", "Add", "MatMul"}
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "MatMulIntegerToFloat" in optimized_ops and not optimized_ops & {"Gemm", "Conv", "Add", "MatMul"}
     got, want = session.run(None, feeds), _run_ov(model, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=0.04 * 1.01)  # one level at most (near-ties)
     assert np.mean(got[0] == want[0]) > 0.95
@@ -557,8 +546,9 @@ def test_patch_embedding_runs_as_integer_matmul(tmp_path, bias):
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     assert "Conv" not in ops and ops.count("SpaceToDepth") == 1 and "MatMulIntegerToFloat" in ops
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "MatMulIntegerToFloat" in optimized and not optimized & {"Conv", "MatMul", "Gemm"}
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "MatMulIntegerToFloat" in optimized_ops and not optimized_ops & {"Conv", "MatMul", "Gemm"}
     for seed in range(3):
         data = {"x": np.random.default_rng(seed).uniform(-0.8, 4.5, feeds["x"].shape).astype(np.float32)}
         np.testing.assert_allclose(session.run(None, data)[0], _run_ov(model, data)[0], **ACCUMULATION)
@@ -599,8 +589,9 @@ def test_classifier_after_a_computed_flatten_runs_as_integer_matmul(tmp_path, bi
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     assert ops.count("Unsqueeze") == 1 and ops.count("Squeeze") == 1
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "MatMulIntegerToFloat" in optimized and "Gemm" not in optimized
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "MatMulIntegerToFloat" in optimized_ops and "Gemm" not in optimized_ops
     got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
     assert got.shape == want.shape == (1, 5)
     np.testing.assert_allclose(got, want, **ACCUMULATION)
@@ -654,13 +645,15 @@ def test_strided_stem_convolution_runs_on_space_to_depth(tmp_path, monkeypatch, 
     conv = next(n for n in onnx_model.graph.node if n.op_type == "Conv")
     attributes = {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}
     assert "strides" not in attributes and ("pads" in attributes) != padded
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "QLinearConv" in optimized and "Conv" not in optimized
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "QLinearConv" in optimized_ops and "Conv" not in optimized_ops
     monkeypatch.setattr(quantization, "SPACE_TO_DEPTH_CHANNELS", 0)
     as_written = import_ir(model)
     assert "SpaceToDepth" not in {n.op_type for n in as_written.graph.node}
-    plain, optimized = _optimized_ops(as_written, tmp_path / "plain.onnx")
-    assert "QLinearConv" in optimized
+    plain, optimized = ort_optimized(as_written, tmp_path / "plain.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "QLinearConv" in optimized_ops
     for seed in range(3):
         feeds = {"x": (np.random.default_rng(seed).standard_normal(feeds["x"].shape) * 1.5).astype(np.float32)}
         got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
@@ -697,8 +690,9 @@ def test_quantized_spatial_mean_runs_as_integer_global_average_pool(tmp_path, ax
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     assert "GlobalAveragePool" in ops and "ReduceMean" not in ops
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "QLinearGlobalAveragePool" in optimized and "GlobalAveragePool" not in optimized
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "QLinearGlobalAveragePool" in optimized_ops and "GlobalAveragePool" not in optimized_ops
     want = _run_ov(model, feeds)[0]
     for got in (session.run(None, feeds)[0], _run_onnx(onnx_model, feeds)[0]):
         np.testing.assert_allclose(got, want, rtol=0, atol=0.004 * 1.01)
@@ -730,8 +724,9 @@ def test_matmul_after_a_computed_flatten_without_bias_runs_on_integers(tmp_path)
     model = ov.Model([op.hswish(op.matmul(flat, weights, False, True))], [x])
     onnx_model = import_ir(model)
     assert any(n.op_type == "DequantizeLinear" and n.input[0].endswith("int8_weights") for n in onnx_model.graph.node)
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "MatMulIntegerToFloat" in optimized and "MatMul" not in optimized
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "MatMulIntegerToFloat" in optimized_ops and "MatMul" not in optimized_ops
     feeds = {"x": rng.uniform(0, 5, (1, 32, 1, 1)).astype(np.float32)}
     np.testing.assert_allclose(session.run(None, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
 
@@ -778,14 +773,16 @@ def test_narrow_grouped_convolution_merges_groups(tmp_path, monkeypatch, case_id
     onnx_model = import_ir(model)
     conv = next(n for n in onnx_model.graph.node if n.op_type == "Conv")
     assert {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}.get("group", 1) == merged
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "QLinearConv" in optimized and "Conv" not in optimized
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "QLinearConv" in optimized_ops and "Conv" not in optimized_ops
     monkeypatch.setattr(quantization, "GROUP_WIDTH", 2)
     as_written = import_ir(model)
     conv = next(n for n in as_written.graph.node if n.op_type == "Conv")
     assert {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}["group"] == case[2]
-    plain, optimized = _optimized_ops(as_written, tmp_path / "plain.onnx")
-    assert "QLinearConv" in optimized
+    plain, optimized = ort_optimized(as_written, tmp_path / "plain.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "QLinearConv" in optimized_ops
     for seed in range(3):
         feeds = {"x": np.random.default_rng(seed).uniform(-0.5, 5, feeds["x"].shape).astype(np.float32)}
         got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]
@@ -828,8 +825,9 @@ def test_quantized_swish_runs_as_quick_gelu(tmp_path, beta):
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
     assert "Sigmoid" in ops and "Exp" not in ops
-    session, optimized = _optimized_ops(onnx_model, tmp_path / "optimized.onnx")
-    assert "QuickGelu" in optimized and "Exp" not in optimized
+    session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
+    optimized_ops = set(op_types(optimized))
+    assert "QuickGelu" in optimized_ops and "Exp" not in optimized_ops
     for seed in range(3):
         feeds = {"x": np.random.default_rng(seed).uniform(-0.5, 5, feeds["x"].shape).astype(np.float32)}
         got, want = session.run(None, feeds)[0], _run_ov(model, feeds)[0]

@@ -10,11 +10,10 @@ import pytest
 from onnx import helper
 
 ov = pytest.importorskip("openvino")
-ort = pytest.importorskip("onnxruntime")
 from openvino import opset1, opset4, opset5  # noqa: E402
 
 from converters.openvino_ir import import_ir  # noqa: E402
-from tests.helpers.ir_cases import ACCUMULATION, assert_same, ov_run  # noqa: E402
+from tests.helpers.ir_cases import ACCUMULATION, assert_same, ort_optimized, ort_session, ov_run  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 
@@ -64,15 +63,6 @@ def _feeds(case: str, seed: int, non_finite: bool = False) -> dict:
     return {"data": data}
 
 
-def _session(model, optimized=None):
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.intra_op_num_threads = 1
-    if optimized is not None:
-        options.optimized_model_filepath = str(optimized)
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-
-
 def _broadcast_form(model: onnx.ModelProto) -> onnx.ModelProto:
     """The form imported before: GlobalAveragePool as ReduceMean over H, W, the gate's Resize and identity
     Conv taken out (the Mul then broadcasts)."""
@@ -102,8 +92,9 @@ def test_se_block_keeps_the_blocked_layout(case, non_finite, tmp_path):
     model = import_ir(_se_model(case, seed=seed))
     types = [n.op_type for n in model.graph.node]
     assert "ReduceMean" not in types and {"GlobalAveragePool", "Resize"} <= set(types)
-    got = _session(model, tmp_path / "optimized.onnx").run(None, feeds)
-    before = _session(_broadcast_form(model)).run(None, feeds)
+    session, optimized = ort_optimized(model, tmp_path / "optimized.onnx")
+    got = session.run(None, feeds)
+    before = ort_session(_broadcast_form(model)).run(None, feeds)
     # sums of up to 9·C products: the summation order's rounding scales with the largest terms, not each output
     finite = before[0][np.isfinite(before[0])]
     tolerance = dict(rtol=ACCUMULATION["rtol"], atol=4 * ACCUMULATION["atol"] * float(np.abs(finite).max(initial=1)))
@@ -112,20 +103,16 @@ def test_se_block_keeps_the_blocked_layout(case, non_finite, tmp_path):
         assert not np.isfinite(got[0][-1]).all() and np.isfinite(got[0][:-1]).all()
     else:
         assert_same(got, ov_run(_se_model(case, seed=seed), feeds), tolerance, "onnxruntime vs OpenVINO")
-    reorders = _reorders(tmp_path / "optimized.onnx")
+    reorders = _reorders(optimized)
     if reorders is not None:  # onnxruntime ran its NCHWc transformer (AVX2 / AVX-512): no reorder inside the SE
-        assert reorders <= 2 < _reorders(tmp_path / "before.onnx", _broadcast_form(model))
+        assert reorders <= 2 < _reorders(ort_optimized(_broadcast_form(model), tmp_path / "before.onnx")[1])
 
 
-def _reorders(optimized, model=None) -> int | None:
-    """Layout reorders in onnxruntime's optimized graph (of `model`, optimized first when given), None where
-    onnxruntime made no NCHWc node."""
-    if model is not None:
-        _session(model, optimized)
-    nodes = onnx.load(str(optimized), load_external_data=False).graph.node
-    if not any(n.domain == "com.microsoft.nchwc" for n in nodes):
+def _reorders(optimized) -> int | None:
+    """Layout reorders in onnxruntime's optimized graph, None where onnxruntime made no NCHWc node."""
+    if not any(n.domain == "com.microsoft.nchwc" for n in optimized.node):
         return None
-    return sum(n.op_type in ("ReorderInput", "ReorderOutput") for n in nodes)
+    return sum(n.op_type in ("ReorderInput", "ReorderOutput") for n in optimized.node)
 
 
 @pytest.mark.parametrize("variant", ["after_swish", "no_keep_dims"])
@@ -139,5 +126,5 @@ def test_se_forms_only_where_the_map_is_blocked(variant):
     assert "ReduceMean" in types and "GlobalAveragePool" not in types
     assert ("Resize" in types) == (variant == "no_keep_dims")
     feeds = _feeds(case, 3)
-    assert_same(_session(model).run(None, feeds), ov_run(_se_model(case, seed=3, **kwargs), feeds), ACCUMULATION,
+    assert_same(ort_session(model).run(None, feeds), ov_run(_se_model(case, seed=3, **kwargs), feeds), ACCUMULATION,
                 "onnxruntime vs OpenVINO")

@@ -4,16 +4,14 @@ imported before, and within the libm tolerance of OpenVINO CPU (docs/performance
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
 
 ov = pytest.importorskip("openvino")
-ort = pytest.importorskip("onnxruntime")
 from openvino import opset1, opset4  # noqa: E402
 
 from converters.openvino_ir import import_ir  # noqa: E402
-from tests.helpers.ir_cases import LIBM, assert_same, ov_run  # noqa: E402
+from tests.helpers.ir_cases import LIBM, assert_same, op_types, ort_optimized, ort_session, ov_run  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 
@@ -64,13 +62,8 @@ def _feeds(case: str, seed: int, weights_input: bool = False) -> dict:
     return feeds
 
 
-def _run(onnx_model, feeds, optimized=None):
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    if optimized is not None:
-        options.optimized_model_filepath = str(optimized)
-    session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
+def _run(onnx_model, feeds):
+    return ort_session(onnx_model).run(None, feeds)
 
 
 def _previous_form(x: np.ndarray, beta) -> np.ndarray:
@@ -94,8 +87,9 @@ def test_swish_after_a_convolution_has_no_runtime_neg(case, tmp_path):
     seed = sorted(CASES).index(case)
     feeds = _feeds(case, seed)
     folded = import_ir(_model(case, seed=seed))
-    got = _run(folded, feeds, tmp_path / "folded.onnx")[0]
-    assert "Neg" not in [n.op_type for n in onnx.load(str(tmp_path / "folded.onnx")).graph.node]
+    session, optimized = ort_optimized(folded, tmp_path / "folded.onnx")
+    got = session.run(None, feeds)[0]
+    assert "Neg" not in op_types(optimized)
     # x read twice: the Swish negates it at run time; bit for bit the same values, and those of the old form
     unfolded = import_ir(_model(case, seed=seed, also_x=True))
     assert "Neg" in [n.op_type for n in unfolded.graph.node]
@@ -194,8 +188,9 @@ def test_convolution_after_a_swish_reads_it_negated(beta, tmp_path):
     and the block's output is bit for bit the unfolded one's."""
     feeds = {"data": (np.random.default_rng(7).standard_normal((1, 3, 6, 6)) * 2).astype(F32)}
     folded = import_ir(_block(5, beta=beta))
-    got = _run(folded, feeds, tmp_path / "folded.onnx")[0]
-    optimized = [n.op_type for n in onnx.load(str(tmp_path / "folded.onnx")).graph.node]
+    session, graph = ort_optimized(folded, tmp_path / "folded.onnx")
+    got = session.run(None, feeds)[0]
+    optimized = op_types(graph)
     assert "Neg" not in optimized and "Sub" not in optimized and "Add" in optimized
     unfolded = import_ir(_block(5, also_swish=True, beta=beta))
     assert "Sub" not in [n.op_type for n in unfolded.graph.node]  # a Result reads it: x / (1 + exp(-x))

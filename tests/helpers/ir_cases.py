@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 import openvino as ov
 from openvino import opset1
 
@@ -72,6 +74,33 @@ def ov_run(model, feeds):
     compiled = ov.Core().compile_model(model, "CPU", CONFIG)
     result = compiled(feeds)
     return [result[output] for output in compiled.outputs]
+
+
+def ort_session(onnx_model, optimized=None, *, optimize: bool = True):
+    """The model in an onnxruntime CPU session, one thread, warnings off. optimized: where onnxruntime writes
+    the graph it optimized to (ort_optimized reads it); optimize=False: no graph optimisation, so the model's
+    own nodes compute (its values without onnxruntime's fusions)."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    if optimized is not None:
+        options.optimized_model_filepath = str(optimized)
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def ort_optimized(onnx_model, path):
+    """The model's onnxruntime session and the graph onnxruntime optimized it to (written to `path`): which
+    fusions ran."""
+    session = ort_session(onnx_model, path)
+    return session, onnx.load(str(path)).graph
+
+
+def op_types(model_or_graph) -> list[str]:
+    """The op types of a model's (or a graph's) nodes, in order."""
+    graph = model_or_graph.graph if isinstance(model_or_graph, onnx.ModelProto) else model_or_graph
+    return [node.op_type for node in graph.node]
 
 
 def assert_same(got, want, tolerance, what):
