@@ -73,6 +73,8 @@ def test_per_axis_matches_reference(case_id):
 
 
 def test_graph_add_releases_the_source_of_a_copied_weight():
+    from onnx import TensorProto
+
     from converters.openvino_ir.rules.quantization import GraphIndex, _Graph
 
     released = []
@@ -84,6 +86,11 @@ def test_graph_add_releases_the_source_of_a_copied_weight():
     assert len(released) == 1 and np.shares_memory(released[0], base) and released[0].nbytes == base.nbytes
     np.testing.assert_array_equal(graph.values["transposed"], base.T)
     assert graph.values["transposed"].flags.c_contiguous
+    # each added once, as (name, ONNX type, the array the lookups hold)
+    int8, f32 = TensorProto.INT8, TensorProto.FLOAT
+    added = [(name, code) for name, code, _ in graph.initializers]
+    assert added == [("kept", int8), ("scale", f32), ("transposed", int8)]
+    assert all(array is graph.values[name] for name, _, array in graph.initializers)
 
 
 def test_written_weights_release_mapped_pages_and_read_back(tmp_path, monkeypatch):

@@ -676,15 +676,16 @@ class _Graph:
         return array if array is not None and array.dtype in (np.int8, np.uint8) else None
 
     def add(self, name: str, array: np.ndarray) -> str:
+        """_append, the array also one of the lookups' values; where it is a contiguous copy of a constant (a new
+        layout), the constant's memory-mapped pages are released (the rewritten model no longer reads them)."""
         source, array = array, np.ascontiguousarray(array)
         if self.release is not None and array is not source and source.size == array.size:
             while isinstance(source.base, np.ndarray):  # the constant's own array (e.g. under a transpose)
                 source = source.base
             if source.size == array.size:
                 self.release(source)
-        self.initializers.append((name, NUMPY_CODES[array.dtype], array))
         self.values[name] = array
-        return name
+        return _append(self.initializers, name, array)
 
 
 class _Weights:
