@@ -562,19 +562,24 @@ def test_patch_conv_not_in_whole_blocks_stays_a_conv(size, block):
     np.testing.assert_allclose(_run_onnx(onnx_model, feeds)[0], _run_ov(model, feeds)[0], **ACCUMULATION)
 
 
-def _classifier_model(bias_shape, seed=9):
-    """FakeQuantize -> Reshape to a computed 2-D shape [batch, -1] -> MatMul by nncf's int8 weights (Convert *
-    per-output scale, transposed) + bias Add: resnet's classifier head."""
-    rng = np.random.default_rng(seed)
-    x = op.parameter([1, 4, 2, 2], ov.Type.f32, name="x")
+def _flattened_matmul(shape, outputs, rng):
+    """Parameter x -> FakeQuantize -> Reshape to a computed 2-D shape [batch, -1] -> MatMul by nncf's int8
+    weights (Convert * per-output scale, transposed): a classifier's layer. Returns (x, the MatMul)."""
+    x = op.parameter(list(shape), ov.Type.f32, name="x")
     data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
     batch = op.gather(op.shape_of(data), op.constant(np.array([0], np.int64)), op.constant(np.int64(0)))
     flat = op.reshape(data, op.concat([batch, op.constant(np.array([-1], np.int64))], 0), False)
-    q = unsaturating_int8_weights(rng, (5, 16))
+    q = unsaturating_int8_weights(rng, (outputs, int(np.prod(shape[1:]))))
     weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
-                          op.constant((rng.uniform(0.5, 2, (5, 1)) / 127).astype(np.float32)))
-    out = op.add(op.matmul(flat, weights, False, True),
-                 op.constant(rng.standard_normal(bias_shape).astype(np.float32)))
+                          op.constant((rng.uniform(0.5, 2, (outputs, 1)) / 127).astype(np.float32)))
+    return x, op.matmul(flat, weights, False, True)
+
+
+def _classifier_model(bias_shape, seed=9):
+    """_flattened_matmul + bias Add: resnet's classifier head."""
+    rng = np.random.default_rng(seed)
+    x, matmul = _flattened_matmul((1, 4, 2, 2), 5, rng)
+    out = op.add(matmul, op.constant(rng.standard_normal(bias_shape).astype(np.float32)))
     feeds = {"x": rng.uniform(0, 5, (1, 4, 2, 2)).astype(np.float32)}
     return ov.Model([out], [x]), feeds
 
@@ -714,14 +719,8 @@ def test_matmul_after_a_computed_flatten_without_bias_runs_on_integers(tmp_path)
     (mobilenet_v3's first classifier layer, its zero bias removed): int8 DequantizeLinear weights, which
     onnxruntime fuses into MatMulIntegerToFloat (exact integer sums) instead of a float MatMul."""
     rng = np.random.default_rng(11)
-    x = op.parameter([1, 32, 1, 1], ov.Type.f32, name="x")
-    data = op.fake_quantize(x, *[op.constant(v) for v in _step_limits(0, 255, 0.02)], 256)
-    batch = op.gather(op.shape_of(data), op.constant(np.array([0], np.int64)), op.constant(np.int64(0)))
-    flat = op.reshape(data, op.concat([batch, op.constant(np.array([-1], np.int64))], 0), False)
-    q = unsaturating_int8_weights(rng, (24, 32))
-    weights = op.multiply(op.convert(op.constant(q), ov.Type.f32),
-                          op.constant((rng.uniform(0.5, 2, (24, 1)) / 127).astype(np.float32)))
-    model = ov.Model([op.hswish(op.matmul(flat, weights, False, True))], [x])
+    x, matmul = _flattened_matmul((1, 32, 1, 1), 24, rng)
+    model = ov.Model([op.hswish(matmul)], [x])
     onnx_model = import_ir(model)
     assert any(n.op_type == "DequantizeLinear" and n.input[0].endswith("int8_weights") for n in onnx_model.graph.node)
     session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
