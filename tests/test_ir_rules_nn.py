@@ -21,7 +21,7 @@ from openvino import (opset1, opset2, opset4, opset5, opset6, opset7, opset8, op
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
 from onnx_bridge.errors import ConversionError  # noqa: E402
-from tests.helpers.ir_cases import LIBM, C, Case, P, assert_same, build, ov_run  # noqa: E402
+from tests.helpers.ir_cases import LIBM, C, Case, P, assert_same, build, openvino_expected, ov_run  # noqa: E402
 
 pytestmark = pytest.mark.openvino
 RNG = np.random.default_rng(13)
@@ -290,9 +290,7 @@ CASES = elementwise_cases() + conv_cases() + backprop_cases() + pool_cases() + n
 def test_import_matches_openvino(case):
     imported = import_ir(_build(case))
     got = onnx_bridge.InferenceSession(imported).run(None, case.feeds)
-    want = (ov_run(_build(case, constants=True), {}) if case.against == "reference"
-            else ov_run(_build(case), case.feeds))
-    assert_same(got, want, case.tolerance, "onnxruntime vs OpenVINO")
+    assert_same(got, openvino_expected(case, _build), case.tolerance, "onnxruntime vs OpenVINO")
 
 
 def test_adaptive_max_pool_i64_indices():

@@ -19,7 +19,8 @@ from openvino import (opset1, opset2, opset3, opset4, opset8, opset9, opset10, o
 import onnx_bridge  # noqa: E402
 from converters.openvino_ir import import_ir  # noqa: E402
 from onnx_bridge.errors import ConversionError  # noqa: E402
-from tests.helpers.ir_cases import ACCUMULATION, LIBM, C, Case, P, assert_same, build, ov_run  # noqa: E402
+from tests.helpers.ir_cases import (ACCUMULATION, LIBM, C, Case, P, assert_same, build,  # noqa: E402
+                                    openvino_expected, ov_run)
 
 pytestmark = pytest.mark.openvino
 
@@ -567,9 +568,7 @@ CASES = (one_hot_cases() + eye_cases() + search_cases() + numeric_cases() + bloc
 def test_import_matches_openvino(case):
     imported = import_ir(build(case))
     got = onnx_bridge.InferenceSession(imported).run(None, case.feeds)
-    want = (ov_run(build(case, constants=True), {}) if case.against == "reference"
-            else ov_run(build(case), case.feeds))
-    assert_same(got, want, case.tolerance, "onnxruntime vs OpenVINO")
+    assert_same(got, openvino_expected(case), case.tolerance, "onnxruntime vs OpenVINO")
 
 
 #: Families whose imported model OpenVINO reads back but computes differently (OpenVINO's side, measured):
