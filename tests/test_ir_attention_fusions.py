@@ -138,12 +138,12 @@ def test_power_of_two_scale_after_the_scores_is_the_same_values(head, scale):
     np.testing.assert_array_equal(ours, theirs)
 
 
-def _bert_attention(batch=1, mask=None, causal=False, scale=None):
+def _bert_attention(batch=1, mask=None, causal=False, scale=None, dynamic_length=False):
     """x -> three projections -> Reshape [0, 0, heads, D] -> Transpose [0, 2, 1, 3] -> ScaledDotProductAttention
     -> Transpose [0, 2, 1, 3] -> Reshape [0, 0, heads * D]: the attention block of BERT-like IRs (f32)."""
     length, heads, size = 12, 3, 8
     rng = np.random.default_rng(batch + 10 * causal)
-    x = op.parameter([batch, length, heads * size], ov.Type.f32, name="x")
+    x = op.parameter([batch, -1 if dynamic_length else length, heads * size], ov.Type.f32, name="x")
     split = op.constant(np.array([0, 0, heads, size], np.int64))
     order = op.constant(np.array([0, 2, 1, 3], np.int64))
     q, k, v = (op.transpose(op.reshape(op.matmul(x, op.constant(
@@ -169,6 +169,7 @@ HEAD_LAYOUTS = {
     "no_mask": (1, None, False, None),
     "causal": (1, None, True, None),
     "scale_0.3_on_q": (1, None, False, 0.3),
+    "dynamic_length": (1, _RAGGED.reshape(1, 1, 1, 12), False, None),  # (L read as -1 by the head Reshape)
 }
 
 
@@ -179,7 +180,7 @@ def test_heads_of_batch_one_move_inside_the_matmuls(tmp_path, monkeypatch, case_
     output's), no Squeeze / Unsqueeze; the values bit for bit those of the IR's form, and OpenVINO CPU's up to
     summation order. Batch 2 keeps the IR's form."""
     batch, mask, causal, scale = HEAD_LAYOUTS.get(case_id, (2, _RAGGED.reshape(1, 1, 1, 12), False, None))
-    model, feeds = _bert_attention(batch, mask, causal, scale)
+    model, feeds = _bert_attention(batch, mask, causal, scale, dynamic_length=case_id == "dynamic_length")
     onnx_model = import_ir(model)
     session = _session(onnx_model, tmp_path / "optimized.onnx")
     optimized = _ops(onnx.load(str(tmp_path / "optimized.onnx")))
