@@ -9,7 +9,7 @@ ov = pytest.importorskip("openvino")
 import openvino.opset13 as op  # noqa: E402
 
 from converters.openvino_ir import import_ir  # noqa: E402
-from tests.helpers.int8 import UNSATURATING_LEVEL  # noqa: E402
+from tests.helpers.int8 import UNSATURATING_LEVEL, unsaturating_int8_weights  # noqa: E402
 from tests.helpers.ir_cases import op_types, ort_optimized, ort_session  # noqa: E402
 
 pytestmark = pytest.mark.openvino
@@ -123,12 +123,12 @@ def test_power_of_two_scale_after_the_scores_is_the_same_values(head, scale):
     np.testing.assert_array_equal(ours, theirs)
 
 
-def _bert_attention(batch=1, mask=None, causal=False, scale=None):
+def _bert_attention(batch=1, mask=None, causal=False, scale=None, dynamic_length=False):
     """x -> three projections -> Reshape [0, 0, heads, D] -> Transpose [0, 2, 1, 3] -> ScaledDotProductAttention
     -> Transpose [0, 2, 1, 3] -> Reshape [0, 0, heads * D]: the attention block of BERT-like IRs (f32)."""
     length, heads, size = 12, 3, 8
     rng = np.random.default_rng(batch + 10 * causal)
-    x = op.parameter([batch, length, heads * size], ov.Type.f32, name="x")
+    x = op.parameter([batch, -1 if dynamic_length else length, heads * size], ov.Type.f32, name="x")
     split = op.constant(np.array([0, 0, heads, size], np.int64))
     order = op.constant(np.array([0, 2, 1, 3], np.int64))
     q, k, v = (op.transpose(op.reshape(op.matmul(x, op.constant(
@@ -154,25 +154,74 @@ HEAD_LAYOUTS = {
     "no_mask": (1, None, False, None),
     "causal": (1, None, True, None),
     "scale_0.3_on_q": (1, None, False, 0.3),
+    "dynamic_length": (1, _RAGGED.reshape(1, 1, 1, 12), False, None),  # (L read as -1 by the head Reshape)
 }
 
 
 @pytest.mark.parametrize("case_id", list(HEAD_LAYOUTS) + ["batch_2_keeps_4d"])
 def test_heads_of_batch_one_move_inside_the_matmuls(tmp_path, monkeypatch, case_id):
-    """Batch 1: Q, K and V are taken before the IR's Transpose [0, 2, 1, 3] and onnxruntime folds the 3-D
-    head transposes into FusedMatMul (transBatchA/B): one Transpose left (the output's); the values bit for bit
-    those of the 4-D form, and OpenVINO CPU's up to summation order. Batch 2 keeps the 4-D form."""
+    """Batch 1: Q, K and V are taken before the IR's Transpose [0, 2, 1, 3], read as [L, 1, heads, D], and
+    onnxruntime folds the head transposes [1, 2, 0, 3] into FusedMatMul (transBatchA/B): one Transpose left (the
+    output's), no Squeeze / Unsqueeze; the values bit for bit those of the IR's form, and OpenVINO CPU's up to
+    summation order. Batch 2 keeps the IR's form."""
     batch, mask, causal, scale = HEAD_LAYOUTS.get(case_id, (2, _RAGGED.reshape(1, 1, 1, 12), False, None))
-    model, feeds = _bert_attention(batch, mask, causal, scale)
+    model, feeds = _bert_attention(batch, mask, causal, scale, dynamic_length=case_id == "dynamic_length")
     onnx_model = import_ir(model)
     session, graph = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
     optimized = op_types(graph)
     assert optimized.count("Transpose") == (1 if batch == 1 else 4), optimized
+    assert "Squeeze" not in optimized and "Unsqueeze" not in optimized
     want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
     got = session.run(None, feeds)[0]
     np.testing.assert_allclose(got, want, **ACCUMULATION)
     ours = ort_session(onnx_model, optimize=False).run(None, feeds)[0]
-    monkeypatch.setattr("converters.openvino_ir.rules.attention._heads_of_batch_one", lambda *a: None)
+    monkeypatch.setattr("converters.openvino_ir.rules.attention._heads_of_batch_one", lambda *a: (None,) * 3)
     four_d = import_ir(model)
     np.testing.assert_array_equal(ours, ort_session(four_d, optimize=False).run(None, feeds)[0])
     np.testing.assert_array_equal(got, ort_session(four_d).run(None, feeds)[0])
+
+
+def _int8_attention(smoothing: bool):
+    """nncf's INT8 attention block: quantized Q and K ([1, heads, L, D]), V projected from quantized x by int8
+    weights then split into heads (Reshape -> Transpose [0, 2, 1, 3], float: nncf leaves V and the
+    probabilities unquantized), the heads merged back; smoothing: nncf's smooth-quant Multiply by a positive
+    per-channel constant after the merge."""
+    heads, length, size = 2, 8, 16
+    rng = np.random.default_rng(7)
+    x = op.parameter([1, length, heads * size], ov.Type.f32, name="x")
+    weights = op.multiply(op.convert(op.constant(unsaturating_int8_weights(rng, (heads * size, heads * size))),
+                                     ov.Type.f32), op.constant(np.float32(1 / 64)))
+    value = op.matmul(_fq(x, STEPS["q"]), weights, False, False)
+    order = op.constant(np.array([0, 2, 1, 3], np.int64))
+    value = op.transpose(op.reshape(value, op.constant(np.array([0, 0, heads, size], np.int64)), True), order)
+    q, k = (op.parameter([1, heads, length, size], ov.Type.f32, name=n) for n in "qk")
+    attention = op.scaled_dot_product_attention(_fq(q, STEPS["q"]), _fq(k, STEPS["k"]), value, causal=False)
+    out = op.reshape(op.transpose(attention, order), op.constant(np.array([0, 0, heads * size], np.int64)), True)
+    if smoothing:
+        out = op.multiply(out, op.constant(np.linspace(0.5, 4, heads * size, dtype=np.float32).reshape(1, 1, -1)))
+    feeds = {n: np.clip(rng.standard_normal((1, heads, length, size)), -UNSATURATING_LEVEL * step,
+                        UNSATURATING_LEVEL * step).astype(np.float32) for n, step in STEPS.items()}
+    feeds["x"] = np.clip(rng.standard_normal((1, length, heads * size)), -2, 2).astype(np.float32)
+    return ov.Model([out], [q, k, x]), feeds
+
+
+@pytest.mark.parametrize("smoothing", [False, True])
+def test_float_value_heads_move_inside_the_matmul_with_quantized_scores(tmp_path, monkeypatch, smoothing):
+    """INT8 models: Q and K quantized keep the IR's 4-D form (integer matmul, which takes no transposed
+    operand), the float V of batch 1 is read as [L, 1, heads, D] and onnxruntime folds its head Transpose into
+    FusedMatMul: one Transpose fewer than the IR's form, the values bit for bit the same, OpenVINO's up to
+    summation order; nncf's smooth-quant Multiply after the merge is still folded into V's weight scales."""
+    model, feeds = _int8_attention(smoothing)
+    onnx_model = import_ir(model)
+    assert "Mul" not in op_types(onnx_model)  # (the scale 1/4 in Q's dequantization; the smoothing in V's weights)
+    optimized = op_types(ort_optimized(onnx_model, tmp_path / "new.onnx")[1])
+    got = ort_session(onnx_model).run(None, feeds)[0]
+    monkeypatch.setattr("converters.openvino_ir.rules.attention._heads_of_batch_one", lambda *a: (None,) * 3)
+    four_d = import_ir(model)
+    assert "Mul" not in op_types(four_d)
+    before = op_types(ort_optimized(four_d, tmp_path / "old.onnx")[1])
+    assert "MatMulIntegerToFloat" in optimized and "FusedMatMul" in optimized and "FusedMatMul" not in before
+    assert optimized.count("Transpose") == before.count("Transpose") - 1 == 2, (optimized, before)
+    np.testing.assert_array_equal(got, ort_session(four_d).run(None, feeds)[0])
+    want = ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))

@@ -15,11 +15,14 @@ j > i, whatever the two sequence lengths), and attention_mask is then ignored; e
 attention_mask (True = take part, False -> -inf) or a float one added to the scores. A row with every
 score -inf gives NaN in both runtimes (OpenVINO's CPU kernel and this decomposition).
 
-Batch 1, heads split off by the usual Reshape -> Transpose [0, 2, 1, 3] (float Q, K and V): the heads are
-taken from the [L, heads, D] tensor before that Transpose, moved to the front with 3-D Transposes right
-before each MatMul, and the result given its batch axis back. The same products summed in the same order,
-but onnxruntime folds those 3-D Transposes into FusedMatMul (transBatchA/B, a strided read) instead of
-copying Q, K and V: three of the four transposes of each attention block are gone.
+Batch 1, heads split off by the usual Reshape -> Transpose [0, 2, 1, 3]: the [1, L, heads, D] tensor before
+that Transpose is read as [L, 1, heads, D] (a Reshape, no data moved) and its heads moved forward by a
+Transpose [1, 2, 0, 3] ([1, 2, 3, 0] for K^T): the same [1, heads, L, D] values, but a Transpose of that form
+is one onnxruntime folds into FusedMatMul (transBatchA/B, a strided read) instead of copying the tensor. The
+same products summed in the same order, the scores and the output stay 4-D (masks and a power-of-two scale,
+which onnxruntime folds into FusedMatMul's alpha, apply as before). Float Q, K and V: three of the four
+transposes of each attention block are gone; quantized Q and K (int8 models) keep the 4-D Transposes the
+QDQ fusions match (onnxruntime's integer matmuls take no transposed operands) and only V's goes.
 """
 from __future__ import annotations
 
@@ -73,9 +76,9 @@ def _power_of_two(value) -> bool:
             "quantized: any scale, one rounding apart): scale defaults to 1/sqrt(head size) (computed at "
             "run time when the head size is dynamic); causal masks above the diagonal (top-left aligned) and "
             "ignores attention_mask; boolean masks: True takes part (OpenVINO CPU; the spec says the same); float "
-            "masks are added; a fully masked row is NaN in both. Batch 1 with Q, K, V from the IR's head "
-            "Transpose [0, 2, 1, 3]: the tensors before it, heads moved by 3-D Transposes onnxruntime folds into "
-            "its matmuls (the same values)",
+            "masks are added; a fully masked row is NaN in both. Batch 1 with float Q, K or V from the IR's head "
+            "Transpose [0, 2, 1, 3]: the tensor before it read as [L, 1, heads, D], heads moved by a Transpose "
+            "[1, 2, 0, 3] onnxruntime folds into its matmuls (the same values)",
       refuses=("key of dynamic rank: the transpose of its last two dims needs it",
                "non-float query"))
 def scaled_dot_product_attention(ctx, node):
@@ -93,17 +96,20 @@ def scaled_dot_product_attention(ctx, node):
     if _power_of_two(scale_value):
         scale = ctx.const(np.asarray(scale_value, dtype).reshape(()), "scale")  # (a scalar: see below)
     mask = _additive_mask(ctx, node, dtype)
-    heads = _heads_of_batch_one(ctx, node, mask)
-    query, key, value = heads or tuple(ctx.inp(node, i) for i in range(3))
-    if not scale_scores:
+    query, key, value = (ctx.inp(node, i) for i in range(3))
+    query_heads, key_heads, value_heads = _heads_of_batch_one(ctx, node)
+    if query_heads is not None:  # (a scale on Q multiplies it before the heads move: nothing between them and
+        # the MatMul onnxruntime folds them into)
+        query = query_heads if scale_scores else ctx.emit("Mul", [query_heads, scale])
+        query = ctx.emit("Transpose", [query], perm=HEADS_FORWARD)
+    elif not scale_scores:
         query = ctx.emit("Mul", [query, scale])
-    if heads is not None:  # [L, heads, D] -> [heads, L, D] (K: [heads, D, S]), see the module docstring
-        query = ctx.emit("Transpose", [query], perm=[1, 0, 2])
-        key_t = ctx.emit("Transpose", [key], perm=[1, 2, 0])
-        value = ctx.emit("Transpose", [value], perm=[1, 0, 2])
-        mask = None if mask is None else _without_batch_axis(ctx, node, mask)
+    if key_heads is not None:
+        key_t = ctx.emit("Transpose", [key_heads], perm=HEADS_FORWARD_TRANSPOSED)
     else:
         key_t = ctx.emit("Transpose", [key], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    if value_heads is not None:
+        value = ctx.emit("Transpose", [value_heads], perm=HEADS_FORWARD)
     scores = ctx.emit("MatMul", [query, key_t])
     if scale_scores:
         scores = ctx.emit("Mul", [scores, scale])
@@ -112,10 +118,7 @@ def scaled_dot_product_attention(ctx, node):
     elif mask is not None:
         scores = ctx.emit("Add", [scores, mask])
     weights = ctx.emit("Softmax", [scores], axis=-1)
-    if heads is None:
-        ctx.emit("MatMul", [weights, value], [ctx.out(node)])
-    else:
-        ctx.emit("Unsqueeze", [ctx.emit("MatMul", [weights, value]), _axis_zero(ctx)], [ctx.out(node)])
+    ctx.emit("MatMul", [weights, value], [ctx.out(node)])
 
 
 def _scale(ctx, node, dtype) -> tuple[str, np.ndarray | None]:
@@ -143,8 +146,12 @@ def _additive_mask(ctx, node, dtype) -> str | None:
     return mask
 
 
-def _axis_zero(ctx) -> str:
-    return ctx.const(np.array([0], np.int64), "axes")
+#: [L, 1, heads, D] -> [1, heads, L, D] (K^T: [1, heads, D, L]): the IR's head Transpose [0, 2, 1, 3] of a batch
+#: of 1 (and K's transpose) in the form onnxruntime folds into FusedMatMul (see the module docstring)
+HEADS_FORWARD = [1, 2, 0, 3]
+HEADS_FORWARD_TRANSPOSED = [1, 2, 3, 0]
+#: [1, L, heads, D] read as [L, 1, heads, D] (-1: L, which may be dynamic; 0: dims copied)
+_BATCH_AFTER_LENGTH = np.array([-1, 1, 0, 0], np.int64)
 
 
 def _split_heads(node, index: int):
@@ -161,28 +168,15 @@ def _split_heads(node, index: int):
     return transpose
 
 
-def _heads_of_batch_one(ctx, node, mask: str | None) -> tuple[str, str, str] | None:
-    """Float Q, K, V of batch 1 whose heads were moved forward by a Transpose [0, 2, 1, 3] each: the three
-    [L, heads, D] tensors before those Transposes (their batch axis squeezed), else None. Quantized inputs keep
-    the 4-D form the int8 QDQ fusions match."""
-    transposes = [_split_heads(node, i) for i in range(3)]
-    if any(t is None for t in transposes) or any(_quantized(node, i) for i in range(3)):
-        return None
-    if mask is not None and not _batch_axis_droppable(node.get_input_partial_shape(3)):
-        return None
-    return tuple(ctx.emit("Squeeze", [ctx.inp(t, 0), _axis_zero(ctx)]) for t in transposes)
-
-
-def _batch_axis_droppable(shape) -> bool:
-    """Whether a mask of this shape adds the same values to [heads, L, S] scores (after dropping its leading
-    axis when it has four) as to [1, heads, L, S] ones."""
-    if shape.rank.is_dynamic or shape.rank.get_length() > 4:
-        return False
-    return shape.rank.get_length() < 4 or (shape[0].is_static and shape[0].get_length() == 1)
-
-
-def _without_batch_axis(ctx, node, mask: str) -> str:
-    return ctx.emit("Squeeze", [mask, _axis_zero(ctx)]) if ctx.rank(node, 3) == 4 else mask
+def _heads_of_batch_one(ctx, node) -> tuple[str | None, str | None, str | None]:
+    """For each of Q, K and V: the [1, L, heads, D] tensor before the IR's head Transpose, read as
+    [L, 1, heads, D], when that input is such a Transpose of a batch of 1 and not quantized (quantized Q and
+    K keep the 4-D form the int8 QDQ fusions match); else None."""
+    transposes = [None if _quantized(node, i) else _split_heads(node, i) for i in range(3)]
+    if all(t is None for t in transposes):
+        return None, None, None
+    shape = ctx.const(_BATCH_AFTER_LENGTH, "batch_after_length")
+    return tuple(None if t is None else ctx.emit("Reshape", [ctx.inp(t, 0), shape]) for t in transposes)
 
 
 #: ops that only move data: a scale folded into a DequantizeLinear before them reaches the MatMul unchanged

@@ -838,7 +838,7 @@ def _channel_layout(graph: _Graph, value: str, channels: int):
     from onnx import helper
 
     layout, rank = [(-1, channels)], None
-    node = graph.only_reader(value)
+    node = _live_only_reader(graph, value)
     while node is not None and node.op_type in ("Reshape", "Transpose", "MatMul"):
         if node.op_type == "MatMul":  # columns of V kept, its rows summed over, batch axes aligned from the end
             if node.input[1] != value or any(axis == -2 for axis, _ in layout):
@@ -855,7 +855,7 @@ def _channel_layout(graph: _Graph, value: str, channels: int):
             if layout is None:
                 return None
         value = node.output[0]
-        node = graph.only_reader(value)
+        node = _live_only_reader(graph, value)
     if node is None or node.op_type != "Mul" or node.input[0] != value or layout != [(-1, channels)]:
         return None
     smoothing = graph.values.get(node.input[1])
@@ -864,17 +864,28 @@ def _channel_layout(graph: _Graph, value: str, channels: int):
     return node
 
 
+def _live_only_reader(graph: _Graph, value: str):
+    """graph.only_reader(value), a reader whose outputs nothing reads not counted: a node a rule left behind
+    (the IR's head Transpose of V when rules/attention.py takes V before it), dropped by the import later."""
+    readers = [n for n in graph.readers.get(value, [])
+               if any(o in graph.keep or graph.readers.get(o) for o in n.output)]
+    return readers[0] if len(readers) == 1 and value not in graph.keep else None
+
+
 def _reshaped_layout(layout: list, rank, shape):
     """(layout, rank) after a Reshape to the constant `shape`: the channel axes must be trailing, in order, and
-    end as trailing axes of the same total size; or the Reshape keeps every axis (0 or the layout's size).
+    end as trailing axes of the same total size; or the Reshape keeps every axis from the first channel axis on
+    (0 or the channel axis's size; e.g. rules/attention.py's [1, L, heads, D] -> [L, 1, heads, D]).
     (None, None) when that cannot be seen from `shape`."""
     if shape is None:
         return None, None
     shape = [int(d) for d in shape.reshape(-1)]
     axes = [axis for axis, _ in layout]
+    first = None if rank is None else rank + min(axes)
     if rank == len(shape) and all(d == 0 or any(d == size and rank + axis == i for axis, size in layout)
-                                  for i, d in enumerate(shape)):
-        return layout, rank  # every axis copied or equal to the channel axis it holds: no data moves
+                                  for i, d in enumerate(shape[first:], first)):
+        return layout, rank  # from the first channel axis on, every axis copied or the channel axis it holds:
+        # the same trailing sizes, so (row-major order kept) each value keeps its place in them
     if axes != list(range(-len(axes), 0)):
         return None, None
     total = int(np.prod([size for _, size in layout]))
