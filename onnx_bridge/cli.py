@@ -24,8 +24,9 @@ def _load(name):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with `only` (the command being run), the other subcommands' modules are not even
-    imported (some import their machinery: numpy, the conformance adapters, the benchmark options)."""
+    """The parser; with `only` (the command being run), the other subcommands are left out, their modules not
+    even imported (some import their machinery: numpy, the conformance adapters, the benchmark options), nor
+    their parsers built (argparse looks each parser's texts up in gettext's catalogues: ~2 ms of start-up)."""
     parser = argparse.ArgumentParser(
         prog="onnx-bridge", description="OpenVINO-semantics ops in the ONNX world: run, convert, check.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -35,8 +36,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMANDS:
         if only is not None and name != only:
-            sub.add_parser(name, help=argparse.SUPPRESS)  # (never parsed in this run)
-            continue
+            continue  # (never parsed in this run; the usage names no command: metavar COMMAND)
         module = _load(name)
         if module is None:
             continue
