@@ -177,3 +177,40 @@ def test_a_failed_rule_module_import_is_not_left_half_done():
     base = subprocess.run([sys.executable, "-c", "from converters.openvino_ir import supported_ops\n"
                            "print(len(supported_ops()))"], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split() == ["raised", "raised", base.stdout.strip(), "True"]
+
+
+def test_convert_runs_with_cycle_collection_paused(monkeypatch):
+    """`convert` (its module imports included) runs with the cyclic collector off, turned on again after it;
+    other commands keep it on; an error inside leaves it on too."""
+    import gc
+
+    from onnx_bridge import cli
+    from onnx_bridge.commands import convert, run
+
+    seen = {}
+    monkeypatch.setattr(convert, "main", lambda args: seen.setdefault("convert", gc.isenabled()) and 0)
+    monkeypatch.setattr(run, "main", lambda args: seen.setdefault("run", gc.isenabled()) and 0)
+    assert gc.isenabled()
+    cli.main(["convert", "in.xml", "-o", "out.onnx"])
+    cli.main(["run", "model.onnx"])
+    assert seen == {"convert": False, "run": True} and gc.isenabled()
+    with pytest.raises(SystemExit):
+        cli.main(["convert", "--no-such-option"])
+    assert gc.isenabled()
+
+
+def test_a_paused_collection_nests():
+    """A pause inside a pause leaves the collector off until the outer one ends; pause=False changes nothing."""
+    import gc
+
+    from custom_ops._cycles import cycle_collection_paused
+
+    with cycle_collection_paused():
+        with cycle_collection_paused():
+            pass
+        assert not gc.isenabled()
+        with cycle_collection_paused(False):
+            assert not gc.isenabled()
+    assert gc.isenabled()
+    with cycle_collection_paused(False):
+        assert gc.isenabled()
