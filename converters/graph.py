@@ -9,7 +9,6 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from custom_ops.schemas import register_schemas
 from custom_ops.element_types import NUMPY_TO_ONNX, ONNX_TO_NUMPY
 
 #: Initializers bigger than this are replaced by typed inputs in the copy given to shape inference.
@@ -55,6 +54,8 @@ def _light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def infer(model: onnx.ModelProto) -> onnx.ModelProto:
     """Shape inference (dialect schemas registered) on a light copy; the copy itself if inference fails."""
+    from custom_ops.schemas import register_schemas  # (here: every op spec loads; an IR import never infers)
+
     register_schemas()
     light = _light_copy(model)
     try:

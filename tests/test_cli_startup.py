@@ -121,3 +121,96 @@ def test_custom_ops_lists_its_lazy_names():
             "      any(m.startswith('custom_ops.ops.') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split() == ["True", "True", "False"]
+
+
+def test_uncommon_rule_modules_load_on_the_first_op_they_answer(tmp_path):
+    """Converting an IR of common ops imports only rules.COMMON (and their helpers); an op of another module
+    (If) imports the rest, and converts."""
+    openvino = pytest.importorskip("openvino")
+    from openvino import opset13 as ops
+    x = ops.parameter([1, 4], openvino.Type.f32, name="x")
+    plain = openvino.Model([ops.relu(ops.add(x, ops.constant([[1.0, 2.0, 3.0, 4.0]], openvino.Type.f32)))], [x])
+    openvino.save_model(plain, str(tmp_path / "plain.xml"))
+    code = (f"import sys\n"
+            f"from converters.openvino_ir import import_ir, rules\n"
+            f"import_ir({str(tmp_path / 'plain.xml')!r})\n"
+            f"prefix = rules.__name__ + '.'\n"
+            f"loaded = {{m[len(prefix):] for m in sys.modules if m.startswith(prefix)}}\n"
+            f"print(sorted(set(rules.COMMON) - loaded), 'control_flow' in loaded, len(loaded) < len(rules.all_modules()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["[]", "False", "True"]
+
+    condition = ops.parameter([], openvino.Type.boolean, name="c")
+    branch_x = ops.parameter([1, 4], openvino.Type.f32)
+    then_body = openvino.Model([ops.result(ops.relu(branch_x))], [branch_x])
+    else_x = ops.parameter([1, 4], openvino.Type.f32)
+    else_body = openvino.Model([ops.result(else_x)], [else_x])
+    choose = ops.if_op(condition)
+    choose.set_then_body(then_body)
+    choose.set_else_body(else_body)
+    choose.set_input(x.output(0), branch_x, else_x)
+    choose.set_output(then_body.get_results()[0], else_body.get_results()[0])
+    openvino.save_model(openvino.Model([choose.output(0)], [condition, x]), str(tmp_path / "if.xml"))
+    code = (f"import sys\n"
+            f"from converters.openvino_ir import import_ir, rules\n"
+            f"model = import_ir({str(tmp_path / 'if.xml')!r})\n"
+            f"prefix = rules.__name__ + '.'\n"
+            f"print([n.op_type for n in model.graph.node], all(prefix + m in sys.modules for m in rules.all_modules()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "'If'" in out.stdout and out.stdout.split()[-1] == "True"
+
+
+def test_a_failed_rule_module_import_is_not_left_half_done():
+    """A rule module that fails to import on demand: every lookup raises (not a registry missing the rules of
+    the modules imported before it), and once it imports the registry is whole."""
+    code = ("from converters.openvino_ir import _registry, rules\n"
+            "real = rules.all_modules\n"
+            "rules.all_modules = lambda: real()[:5] + ['no_such_rules'] + real()[5:]\n"
+            "for _ in range(2):\n"
+            "    try:\n"
+            "        _registry.load_all(); print('answered')\n"
+            "    except ImportError:\n"
+            "        print('raised')\n"
+            "rules.all_modules = real\n"
+            "print(len(_registry.load_all()), ('If', 8) in _registry.RULES)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    base = subprocess.run([sys.executable, "-c", "from converters.openvino_ir import supported_ops\n"
+                           "print(len(supported_ops()))"], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["raised", "raised", base.stdout.strip(), "True"]
+
+
+def test_convert_runs_with_cycle_collection_paused(monkeypatch):
+    """`convert` (its module imports included) runs with the cyclic collector off, turned on again after it;
+    other commands keep it on; an error inside leaves it on too."""
+    import gc
+
+    from onnx_bridge import cli
+    from onnx_bridge.commands import convert, run
+
+    seen = {}
+    monkeypatch.setattr(convert, "main", lambda args: seen.setdefault("convert", gc.isenabled()) and 0)
+    monkeypatch.setattr(run, "main", lambda args: seen.setdefault("run", gc.isenabled()) and 0)
+    assert gc.isenabled()
+    cli.main(["convert", "in.xml", "-o", "out.onnx"])
+    cli.main(["run", "model.onnx"])
+    assert seen == {"convert": False, "run": True} and gc.isenabled()
+    with pytest.raises(SystemExit):
+        cli.main(["convert", "--no-such-option"])
+    assert gc.isenabled()
+
+
+def test_a_paused_collection_nests():
+    """A pause inside a pause leaves the collector off until the outer one ends; pause=False changes nothing."""
+    import gc
+
+    from custom_ops._cycles import cycle_collection_paused
+
+    with cycle_collection_paused():
+        with cycle_collection_paused():
+            pass
+        assert not gc.isenabled()
+        with cycle_collection_paused(False):
+            assert not gc.isenabled()
+    assert gc.isenabled()
+    with cycle_collection_paused(False):
+        assert gc.isenabled()

@@ -6,7 +6,6 @@ counts) and every unsupported configuration at once.
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import sys
 import time
@@ -16,6 +15,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from custom_ops._cycles import cycle_collection_paused
 from custom_ops.element_types import NUMPY_TO_ONNX
 from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 from custom_ops.errors import ConversionError
@@ -365,13 +365,8 @@ def _without_cycle_collection(function):
     allocations trigger walks the growing heap for nothing (measured: `convert` 0.87-1.00x the CPU time)."""
     @functools.wraps(function)
     def paused(*args, **kwargs):
-        if not gc.isenabled():
+        with cycle_collection_paused():
             return function(*args, **kwargs)
-        gc.disable()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            gc.enable()
     return paused
 
 
