@@ -8,7 +8,7 @@ import os
 import re
 import sys
 
-from custom_ops._cycles import cycle_collection_paused
+from custom_ops.cycles import cycle_collection_paused
 
 from .commands._files import EXIT_CODES
 from .errors import BridgeError

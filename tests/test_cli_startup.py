@@ -203,7 +203,7 @@ def test_a_paused_collection_nests():
     """A pause inside a pause leaves the collector off until the outer one ends; pause=False changes nothing."""
     import gc
 
-    from custom_ops._cycles import cycle_collection_paused
+    from custom_ops.cycles import cycle_collection_paused
 
     with cycle_collection_paused():
         with cycle_collection_paused():

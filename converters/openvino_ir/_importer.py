@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from custom_ops._cycles import cycle_collection_paused
+from custom_ops.cycles import cycle_collection_paused
 from custom_ops.element_types import NUMPY_TO_ONNX
 from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 from custom_ops.errors import ConversionError
