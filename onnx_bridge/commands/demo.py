@@ -88,25 +88,6 @@ def _paths(onnx_path: Path, xml_path: Path):
             ("lowered standard ONNX", standard), ("OpenVINO CPU (IR)", openvino)]
 
 
-def _torchvision():
-    """torchvision beside a CPU build of torch whose C extension does not load: its Python side registers
-    fake kernels for torchvision::nms/qnms, which need the schemas the extension would have defined
-    (resnet18 calls no C op)."""
-    import importlib
-
-    import torch
-
-    if not hasattr(torch.ops.torchvision, "nms"):
-        try:
-            library = torch.library.Library("torchvision", "DEF")
-            library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-            library.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-            _torchvision.library = library  # keep the definitions alive
-        except RuntimeError:  # defined already
-            pass
-    return importlib.import_module("torchvision")
-
-
 def architecture() -> int:
     """resnet18 (random weights) -> OpenVINO IR -> ONNX -> run -> compare. 1 on an unexplained difference."""
     import tempfile
@@ -115,7 +96,8 @@ def architecture() -> int:
     try:
         import openvino as ov
         import torch
-        torchvision = _torchvision()
+        from ..torchvision_compat import import_torchvision
+        torchvision = import_torchvision()
     except ImportError as exc:
         print(f"  skipped: {exc} (pip install torch torchvision openvino)")
         return 0

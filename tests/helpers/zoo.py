@@ -7,10 +7,8 @@
     check(name, directory) -> Outcome: converted? / matches OpenVINO? / max abs diff / missing ops / the way back
 
 Models are sized small (tiny configs, small inputs) so the whole zoo converts in well under a minute.
-torchvision 0.28's C extension does not load beside the CPU build of torch 2.13 (`import torchvision` raises
-"operator torchvision::nms does not exist": its Python side registers fake kernels for ops the missing
-extension should have defined). `import_torchvision()` defines the schemas of those two ops first (no
-kernels: the models used here never call a torchvision C op; one that did would raise when run).
+torchvision is imported through onnx_bridge.torchvision_compat.import_torchvision (its C extension does not
+load beside the CPU build of torch 2.13).
 """
 from __future__ import annotations
 
@@ -24,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from onnx_bridge.comparison import measure, tolerance_of
+from onnx_bridge.torchvision_compat import import_torchvision
 
 #: float comparisons with OpenVINO CPU (f32 precision hint; no dynamic int8 quantization of activations, which
 #: the CPU plugin applies to compressed weights by default on some CPUs: an approximation, docs/llm.md)
@@ -31,26 +30,6 @@ TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 _TOLERANCE = tolerance_of(**TOLERANCE)
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 RNG_SEED = 0
-
-
-def import_torchvision():
-    """`import torchvision` beside torch 2.13 CPU (see the module doc); returns the module."""
-    import importlib
-    import sys
-
-    if "torchvision" in sys.modules:
-        return sys.modules["torchvision"]
-    import torch
-
-    if not hasattr(torch.ops.torchvision, "nms"):
-        try:
-            library = torch.library.Library("torchvision", "DEF")
-            library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-            library.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-            import_torchvision._library = library  # keep the definitions alive
-        except RuntimeError:  # defined already (the extension loaded after all)
-            pass
-    return importlib.import_module("torchvision")
 
 
 def import_transformers():
