@@ -949,3 +949,16 @@ def test_contiguous_copy_of_a_transposed_weight_keeps_every_byte(shape, dtype):
     for array in (source.T, unaligned.T, source.T[:, 1:]):
         copied = _contiguous(array)
         assert copied.flags.c_contiguous and copied.dtype == dtype and np.array_equal(copied, array)
+
+
+def test_subgraph_reads_are_found_once_per_import(monkeypatch):
+    """The qdq passes take the values subgraphs read (_outer_reads: every attribute of every node scanned)
+    from the shared GraphIndex, found once per import rather than once per pass."""
+    from converters.openvino_ir.rules import quantization
+
+    calls, original = [], quantization._outer_reads
+    monkeypatch.setattr(quantization, "_outer_reads", lambda nodes: calls.append(1) or original(nodes))
+    model, _ = INDEXED_MODELS["channel_shuffle"]()
+    onnx_model = import_ir(model)
+    assert "DequantizeLinear" in {n.op_type for n in onnx_model.graph.node}  # (the passes ran)
+    assert len(calls) == 1

@@ -21,7 +21,7 @@ import numpy as np
 from onnx import helper
 
 from ._spatial import frame_taps
-from .quantization import GraphIndex, _Graph, _outer_reads, _quantized_after
+from .quantization import GraphIndex, _Graph, _quantized_after
 
 
 def quantized_frames_as_channels(index: GraphIndex, outputs, shapes: dict, release=None) -> int:
@@ -35,7 +35,7 @@ def quantized_frames_as_channels(index: GraphIndex, outputs, shapes: dict, relea
     if not shapes:
         return 0
     nodes = index.nodes
-    graph = _Graph(index, set(outputs) | _outer_reads(nodes))
+    graph = _Graph(index, set(outputs) | index.outer_reads())
     replaced, dead = {}, set()
     for conv in [n for n in nodes if n.op_type == "Conv"]:
         match = _match(conv, graph, shapes)
