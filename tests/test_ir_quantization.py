@@ -934,23 +934,6 @@ def test_shared_graph_index_is_never_read_stale(monkeypatch, case_id):
     assert served  # (some pass reused the lookups)
 
 
-@pytest.mark.parametrize("shape, dtype", [((768, 3072), np.int8), ((1024, 1000), np.uint8), ((520, 264), np.int8),
-                                          ((260, 1024), np.int8), ((64, 64), np.int8), ((512, 512), np.float32)])
-def test_contiguous_copy_of_a_transposed_weight_keeps_every_byte(shape, dtype):
-    """_contiguous copies a large transposed byte array ([N, K] int8 weights read as [K, N]) in 8-byte words
-    then bytes (rows a multiple of 8, from an unaligned source too); other arrays as numpy does: the same
-    values, C-contiguous, in the caller's dtype."""
-    from converters.openvino_ir.rules.quantization import _contiguous
-
-    rng = np.random.default_rng(7)
-    source = rng.integers(0, 127, shape[::-1]).astype(dtype)
-    unaligned = np.empty(source.size + 1, dtype)[1:].reshape(source.shape)
-    unaligned[...] = source
-    for array in (source.T, unaligned.T, source.T[:, 1:]):
-        copied = _contiguous(array)
-        assert copied.flags.c_contiguous and copied.dtype == dtype and np.array_equal(copied, array)
-
-
 def test_subgraph_reads_are_found_once_per_import(monkeypatch):
     """The qdq passes take the values subgraphs read (_outer_reads: every attribute of every node scanned)
     from the shared GraphIndex, found once per import rather than once per pass."""

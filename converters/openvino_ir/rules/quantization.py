@@ -49,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from ...model_io import word_transposable
 from .._registry import Unsupported, rule
 from .._types import Nibbles, constant_array, numpy_type
 
@@ -664,32 +665,6 @@ class GraphIndex:
             self._lookups = None
 
 
-#: byte arrays at least this large are transposed in 8-byte words (_contiguous): smaller ones sit in cache,
-#: where numpy's one strided copy is as fast and the extra steps cost more
-WORD_TRANSPOSE_BYTES = 1 << 18
-#: rows of the result made per block of the word transpose (a block's words then its bytes stay in cache)
-WORD_TRANSPOSE_ROWS = 256
-
-
-def _contiguous(array: np.ndarray) -> np.ndarray:
-    """`array` as a C-contiguous array (itself when it is one). A large byte array that is the transpose of a
-    contiguous one (a MatMul's int8 weights [N, K] read as [K, N]) is copied in two steps: numpy copies a
-    transposed array element by element down the source's columns, each byte from another cache line
-    (~1.5 ns a byte); moving 8-byte words first (8x fewer strided reads), then the bytes within each block
-    of 8 rows while they are in cache, takes about half that (same bytes)."""
-    rows, columns = array.shape if array.ndim == 2 else (0, 0)
-    if array.itemsize != 1 or array.nbytes < WORD_TRANSPOSE_BYTES or rows % 8 \
-            or array.flags.c_contiguous or not array.T.flags.c_contiguous:
-        return np.ascontiguousarray(array)
-    words = array.T.view(np.uint64)  # [columns, rows / 8]: 8 source bytes of a row each
-    out = np.empty((rows // 8, 8, columns), array.dtype)
-    step = WORD_TRANSPOSE_ROWS // 8
-    for start in range(0, rows // 8, step):
-        block = np.ascontiguousarray(words[:, start:start + step].T)  # [step, columns] words
-        out[start:start + step] = block.view(array.dtype).reshape(-1, columns, 8).transpose(0, 2, 1)
-    return out.reshape(rows, columns)
-
-
 class _Graph:
     """Lookups over a GraphIndex's nodes and initializers that the rewrites share, with the values to keep."""
 
@@ -710,7 +685,11 @@ class _Graph:
         return array if array is not None and array.dtype in (np.int8, np.uint8) else None
 
     def add(self, name: str, array: np.ndarray) -> str:
-        source, array = array, _contiguous(array)
+        if word_transposable(array):  # (a MatMul's int8 weights: written block by block, no copy held)
+            self.initializers.append((name, NUMPY_CODES[array.dtype], array))
+            self.values[name] = array
+            return name
+        source, array = array, np.ascontiguousarray(array)
         if self.release is not None and array is not source and source.size == array.size:
             while isinstance(source.base, np.ndarray):  # the constant's own array (e.g. under a transpose)
                 source = source.base
