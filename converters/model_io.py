@@ -109,24 +109,18 @@ def word_transposable(array) -> bool:
         and not array.flags.c_contiguous and array.T.flags.c_contiguous
 
 
-def _word_transposed(words: np.ndarray, start: int, out: np.ndarray) -> None:
-    """Rows 8 * start ... of the word_transposable array whose transpose viewed as uint64 is `words`, into
-    `out` ([count, 8, columns] bytes)."""
-    count, _, columns = out.shape
-    block = np.ascontiguousarray(words[:, start:start + count].T)  # [count, columns] words
-    out[...] = block.view(out.dtype).reshape(count, columns, 8).transpose(0, 2, 1)
-
-
-def transposed_blocks(array: np.ndarray):
-    """The rows of a word_transposable `array`, C-contiguous, WORD_TRANSPOSE_ROWS at a time, each made in the
-    same small buffer (use a block before asking for the next): a writer never holds a copy of the whole."""
+def transposed_blocks(array: np.ndarray, out: np.ndarray | None = None):
+    """The rows of a word_transposable `array`, C-contiguous, WORD_TRANSPOSE_ROWS at a time: made in place in
+    `out` ([rows / 8, 8, columns]) or, without it, each in the same small buffer (use a block before asking
+    for the next: a writer never holds a copy of the whole)."""
     rows, columns = array.shape
-    words, step = array.T.view(np.uint64), WORD_TRANSPOSE_ROWS // 8
-    buffer = np.empty((step, 8, columns), array.dtype)
+    words, step = array.T.view(np.uint64), WORD_TRANSPOSE_ROWS // 8  # [columns, rows / 8]: 8 rows a word
+    buffer = np.empty((step, 8, columns), array.dtype) if out is None else None
     for start in range(0, rows // 8, step):
-        out = buffer[:min(step, rows // 8 - start)]
-        _word_transposed(words, start, out)
-        yield out.reshape(-1, columns)
+        block = (buffer if out is None else out[start:])[:min(step, rows // 8 - start)]
+        moved = np.ascontiguousarray(words[:, start:start + len(block)].T)  # [count, columns] words
+        block[...] = moved.view(array.dtype).reshape(len(block), columns, 8).transpose(0, 2, 1)
+        yield block.reshape(-1, columns)
 
 
 def contiguous(array: np.ndarray) -> np.ndarray:
@@ -134,12 +128,10 @@ def contiguous(array: np.ndarray) -> np.ndarray:
     copied in words then bytes)."""
     if not word_transposable(array):
         return np.ascontiguousarray(array)
-    rows, columns = array.shape
-    words, step = array.T.view(np.uint64), WORD_TRANSPOSE_ROWS // 8
-    out = np.empty((rows // 8, 8, columns), array.dtype)
-    for start in range(0, rows // 8, step):
-        _word_transposed(words, start, out[start:start + step])
-    return out.reshape(rows, columns)
+    out = np.empty((array.shape[0] // 8, 8, array.shape[1]), array.dtype)
+    for _ in transposed_blocks(array, out):
+        pass
+    return out.reshape(array.shape)
 
 
 class Weights:
@@ -196,7 +188,8 @@ class Weights:
         array = self.arrays.get(tensor.name)
         if word_transposable(array) and tensor.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8) \
                 and array.dtype == onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type):
-            return (memoryview(block.reshape(-1).view(np.uint8)) for block in transposed_blocks(array)), array.nbytes
+            blocks = transposed_blocks(array)
+            return (memoryview(block.reshape(-1).view(np.uint8)) for block in blocks), array.nbytes
         data = self.data(tensor)
         return [data], data.nbytes
 
