@@ -945,3 +945,21 @@ def test_subgraph_reads_are_found_once_per_import(monkeypatch):
     onnx_model = import_ir(model)
     assert "DequantizeLinear" in {n.op_type for n in onnx_model.graph.node}  # (the passes ran)
     assert len(calls) == 1
+
+
+def test_graph_index_lookups_match_a_plain_walk_of_the_nodes():
+    """_index (protobuf fields read as slices): constants by name, each value's producer and its readers in node
+    order (a node reading a value twice listed twice), as a plain walk of the nodes finds them."""
+    from onnx import helper
+
+    from converters.openvino_ir.rules.quantization import _index
+
+    nodes = [helper.make_node("Split", ["x"], ["a", "b"]), helper.make_node("Mul", ["a", "a"], ["c"]),
+             helper.make_node("Add", ["c", "b"], ["d"]), helper.make_node("Concat", ["b", "w", "d"], ["e"], axis=0)]
+    initializers = [("w", onnx.TensorProto.FLOAT, np.ones(2, np.float32))]
+    values, producer, readers = _index(nodes, initializers)
+    assert list(values) == ["w"] and values["w"] is initializers[0][2]
+    assert {name: nodes.index(node) for name, node in producer.items()} == {"a": 0, "b": 0, "c": 1, "d": 2, "e": 3}
+    assert {name: [nodes.index(n) for n in found] for name, found in readers.items()} \
+        == {"x": [0], "a": [1, 1], "c": [2], "b": [2, 3], "w": [3], "d": [3]}
+    assert list(readers) == ["x", "a", "c", "b", "w", "d"]
