@@ -963,3 +963,43 @@ def test_graph_index_lookups_match_a_plain_walk_of_the_nodes():
     assert {name: [nodes.index(n) for n in found] for name, found in readers.items()} \
         == {"x": [0], "a": [1, 1], "c": [2], "b": [2, 3], "w": [3], "d": [3]}
     assert list(readers) == ["x", "a", "c", "b", "w", "d"]
+
+
+class _LimitsOnly:
+    """The three facts _qdq_parameters asks its context about a FakeQuantize: float32 data of rank 4, limits."""
+
+    def __init__(self, limits):
+        self.limits = limits
+
+    def elem(self, node, index):
+        return onnx.TensorProto.FLOAT
+
+    def rank(self, node, index):
+        return 4
+
+    def const_value(self, node, index):
+        return self.limits[index - 1]
+
+
+@pytest.mark.parametrize("levels", [256, 255, 16])
+def test_per_tensor_limits_give_the_per_channel_arithmetic(levels):
+    """One value per limit (scalars in float32) gives what the array path computes for the same value in every
+    channel: scale, zero point and limits bit for bit, and the same reason where it does not map."""
+    from converters.openvino_ir.rules.quantization import _qdq_parameters
+
+    rng = np.random.default_rng(levels)
+    cases = [(np.float32(lo), np.float32(hi)) for lo, hi in zip(-rng.random(20) * 3, rng.random(20) * 5)]
+    cases += [(np.float32(0), np.float32(6)), (np.float32(-1.0), np.float32(1.0)), (np.float32(1), np.float32(2)),
+              (np.float32(-3), np.float32(-1)), (np.float32(2), np.float32(2)), (np.float64(-0.1), np.float64(0.3))]
+    for low, high in cases:
+        scalar = _qdq_parameters(_LimitsOnly([np.array(v) for v in (low, high, low, high)]), None, levels)
+        channels = _qdq_parameters(_LimitsOnly([np.full((1, 2, 1, 1), v) for v in (low, high, low, high)]),
+                                   None, levels)
+        if isinstance(channels, str):
+            assert scalar == channels
+            continue
+        assert scalar[2] is None and channels[2] == 1
+        for got, want in zip(scalar[:2] + scalar[3:], channels[:2] + channels[3:]):
+            assert got.dtype == want.dtype and got.shape == (1,) and got.tobytes() == want[:1].tobytes()
+    differ = _qdq_parameters(_LimitsOnly([np.array(np.float32(v)) for v in (0, 1, 0, 2)]), None, levels)
+    assert differ == "output range differs from input range"

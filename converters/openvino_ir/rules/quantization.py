@@ -130,30 +130,22 @@ def _qdq_parameters(ctx, node, levels: int):
         return "limits are not constants" if rank is not None else "data of dynamic rank"
     if any(v.ndim > rank for v in limits):
         return "limits of higher rank than the data"
-    if all(v.size == 1 for v in limits):  # per tensor (most activations): the same checks on one value each
-        il, ih, ol, oh = (v.astype(np.float32).reshape(1) for v in limits)
-        if not (il[0] == ol[0] and ih[0] == oh[0]):
-            return "output range differs from input range"
-        if not ih[0] > il[0]:
-            return "input_high <= input_low somewhere"
-        axis = None
-    else:
-        il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
-        il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
-        if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
-            return "output range differs from input range"
-        if not np.all(ih > il):
-            return "input_high <= input_low somewhere"
-        varying = [d for d in range(rank) if il.shape[d] > 1]
-        if len(varying) > 1:
-            return f"limits vary along {len(varying)} axes (QDQ takes one)"
-        axis = varying[0] if varying else None
-        il, ih = il.reshape(-1), ih.reshape(-1)
-        if axis is None:
-            il, ih = il[:1], ih[:1]
-    scale = (ih - il) / np.float32(levels - 1)
-    zero = -il / scale
-    rounded = np.round(zero)
+    if all(v.size == 1 for v in limits):  # per tensor (most activations)
+        return _per_tensor_qdq_parameters(*(np.float32(v.reshape(-1)[0]) for v in limits), levels)
+    il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
+    il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
+    if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
+        return "output range differs from input range"
+    if not np.all(ih > il):
+        return "input_high <= input_low somewhere"
+    varying = [d for d in range(rank) if il.shape[d] > 1]
+    if len(varying) > 1:
+        return f"limits vary along {len(varying)} axes (QDQ takes one)"
+    axis = varying[0] if varying else None
+    il, ih = il.reshape(-1), ih.reshape(-1)
+    if axis is None:
+        il, ih = il[:1], ih[:1]
+    scale, zero, rounded = _grid(il, ih, levels)
     if np.any(np.abs(zero - rounded) > ZERO_POINT_TOLERANCE):
         worst = zero[np.argmax(np.abs(zero - rounded))]
         return f"zero point -input_low / scale = {worst:.4g} is not an integer"
@@ -161,6 +153,30 @@ def _qdq_parameters(ctx, node, levels: int):
         worst = rounded[np.argmax(np.maximum(-rounded, rounded - 255))]
         return f"zero point {worst:.0f} outside [0, 255] (the range does not hold 0)"
     return scale, rounded.astype(np.int64), axis, il, ih
+
+
+def _grid(il, ih, levels: int):
+    """(scale, zero point Z = -il / scale, Z rounded) of the levels between il and ih (float32 arrays or
+    scalars: float32 arithmetic either way)."""
+    scale = (ih - il) / np.float32(levels - 1)
+    zero = -il / scale
+    return scale, zero, np.round(zero)
+
+
+def _per_tensor_qdq_parameters(il, ih, ol, oh, levels: int):
+    """_qdq_parameters of one float32 value per limit: the same checks and float32 arithmetic on scalars (one
+    numpy call on a 1-element array costs more than the rest of the FakeQuantize's conversion), the results
+    as 1-element arrays; axis None."""
+    if not (il == ol and ih == oh):
+        return "output range differs from input range"
+    if not ih > il:
+        return "input_high <= input_low somewhere"
+    scale, zero, rounded = _grid(il, ih, levels)
+    if abs(zero - rounded) > ZERO_POINT_TOLERANCE:
+        return f"zero point -input_low / scale = {zero:.4g} is not an integer"
+    if rounded < 0 or rounded > 255:
+        return f"zero point {rounded:.0f} outside [0, 255] (the range does not hold 0)"
+    return np.array([scale]), np.array([rounded]).astype(np.int64), None, np.array([il]), np.array([ih])
 
 
 def _qdq(ctx, node, levels: int) -> str | None:
