@@ -707,16 +707,13 @@ class _Graph:
         return array if array is not None and array.dtype in (np.int8, np.uint8) else None
 
     def add(self, name: str, array: np.ndarray) -> str:
-        if word_transposable(array):  # (a MatMul's int8 weights: written block by block, no copy held)
-            self.initializers.append((name, NUMPY_CODES[array.dtype], array))
-            self.values[name] = array
-            return name
-        source, array = array, np.ascontiguousarray(array)
-        if self.release is not None and array is not source and source.size == array.size:
-            while isinstance(source.base, np.ndarray):  # the constant's own array (e.g. under a transpose)
-                source = source.base
-            if source.size == array.size:
-                self.release(source)
+        if not word_transposable(array):  # (a MatMul's large int8 weights stay a view: written block by block)
+            source, array = array, np.ascontiguousarray(array)
+            if self.release is not None and array is not source and source.size == array.size:
+                while isinstance(source.base, np.ndarray):  # the constant's own array (e.g. under a transpose)
+                    source = source.base
+                if source.size == array.size:
+                    self.release(source)
         self.initializers.append((name, NUMPY_CODES[array.dtype], array))
         self.values[name] = array
         return name
