@@ -92,6 +92,48 @@ class _Progress:
             print(file=sys.stderr, flush=True)
 
 
+#: byte arrays at least this large that are the transpose of a contiguous one are copied in 8-byte words
+#: (word_transposable): smaller ones sit in cache, where numpy's one strided copy is as fast
+WORD_TRANSPOSE_BYTES = 1 << 18
+#: rows of the result made per block of the word transpose (a block's words, then its bytes, stay in cache)
+WORD_TRANSPOSE_ROWS = 256
+
+
+def word_transposable(array) -> bool:
+    """Whether `array` is a large 2-D byte array that is the transpose of a C-contiguous one, rows a multiple of
+    8 (a MatMul's int8 weights [N, K] read as [K, N]): numpy copies such an array byte by byte down the
+    source's columns, each byte from another cache line (~1.5 ns a byte); moving 8-byte words first (8x fewer
+    strided reads), then the bytes within each block of 8 rows while in cache, takes about half that."""
+    return isinstance(array, np.ndarray) and array.ndim == 2 and array.itemsize == 1 \
+        and array.nbytes >= WORD_TRANSPOSE_BYTES and array.shape[0] % 8 == 0 \
+        and not array.flags.c_contiguous and array.T.flags.c_contiguous
+
+
+def transposed_blocks(array: np.ndarray, out: np.ndarray | None = None):
+    """The rows of a word_transposable `array`, C-contiguous, WORD_TRANSPOSE_ROWS at a time: made in place in
+    `out` ([rows / 8, 8, columns]) or, without it, each in the same small buffer (use a block before asking
+    for the next: a writer never holds a copy of the whole)."""
+    rows, columns = array.shape
+    words, step = array.T.view(np.uint64), WORD_TRANSPOSE_ROWS // 8  # [columns, rows / 8]: 8 rows a word
+    buffer = np.empty((step, 8, columns), array.dtype) if out is None else None
+    for start in range(0, rows // 8, step):
+        block = (buffer if out is None else out[start:])[:min(step, rows // 8 - start)]
+        moved = np.ascontiguousarray(words[:, start:start + len(block)].T)  # [count, columns] words
+        block[...] = moved.view(array.dtype).reshape(len(block), columns, 8).transpose(0, 2, 1)
+        yield block.reshape(-1, columns)
+
+
+def contiguous(array: np.ndarray) -> np.ndarray:
+    """`array` C-contiguous (itself when it is one; np.ascontiguousarray's copy, a word_transposable one
+    copied in words then bytes)."""
+    if not word_transposable(array):
+        return np.ascontiguousarray(array)
+    out = np.empty((array.shape[0] // 8, 8, array.shape[1]), array.dtype)
+    for _ in transposed_blocks(array, out):
+        pass
+    return out.reshape(array.shape)
+
+
 class Weights:
     """Initializer data kept outside a ModelProto until it is written (the OpenVINO importer's large
     constants: views of OpenVINO's memory-mapped weights), so no protobuf copy of them is ever made.
@@ -137,8 +179,19 @@ class Weights:
             return memoryview(packed[:_tensor_bytes(tensor)])
         array = np.asarray(array, dtype=onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type)
                            if tensor.data_type != onnx.TensorProto.BFLOAT16 else array.dtype)
-        array = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
+        array = contiguous(array.astype(array.dtype.newbyteorder("<"), copy=False))
         return memoryview(array.reshape(-1).view(np.uint8))
+
+    def pieces(self, tensor: onnx.TensorProto) -> tuple:
+        """(the bytes of data(tensor) as an iterable of pieces, their total size): a word_transposable array
+        block by block (transposed_blocks: no contiguous copy of it is ever made), else data(tensor) whole."""
+        array = self.arrays.get(tensor.name)
+        if word_transposable(array) and tensor.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8) \
+                and array.dtype == onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type):
+            blocks = transposed_blocks(array)
+            return (memoryview(block.reshape(-1).view(np.uint8)) for block in blocks), array.nbytes
+        data = self.data(tensor)
+        return [data], data.nbytes
 
     def written(self, tensor: onnx.TensorProto) -> None:
         """`tensor`'s bytes are in the file: its array's memory may be released (`release`)."""
@@ -248,18 +301,19 @@ def _write_streamed(model: onnx.ModelProto, path, weights: Weights | None = None
         stream.write(_shell(model).SerializeToString())
         for tensor in model.graph.initializer:
             if weights is not None and Weights.pending(tensor):
-                data = weights.data(tensor)
-                head = _header(tensor).SerializeToString() + bytes([_RAW_DATA_TAG]) + _varint(data.nbytes)
-                size = len(head) + data.nbytes
+                pieces, nbytes = weights.pieces(tensor)
+                head = _header(tensor).SerializeToString() + bytes([_RAW_DATA_TAG]) + _varint(nbytes)
+                size = len(head) + nbytes
             else:
-                data, head = None, tensor.SerializeToString()
+                pieces, head = None, tensor.SerializeToString()
                 size = len(head)
             inner = bytes([_INITIALIZER_TAG]) + _varint(size)
             stream.write(bytes([_GRAPH_TAG]) + _varint(len(inner) + size) + inner)
             stream.write(head)
-            if data is not None:
-                stream.write(data)
-                del data
+            if pieces is not None:
+                for piece in pieces:
+                    stream.write(piece)
+                piece = pieces = None  # (a contiguous copy made by data() is freed before the next tensor)
                 weights.written(tensor)
             progress.add(size)
     progress.done()
@@ -276,29 +330,31 @@ def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None)
         for tensor in model.graph.initializer:
             deferred = weights is not None and Weights.pending(tensor)
             if deferred:
-                data = weights.data(tensor)
+                pieces, nbytes = weights.pieces(tensor)
             elif tensor.HasField("raw_data") and tensor.data_location != onnx.TensorProto.EXTERNAL:
-                data = memoryview(tensor.raw_data)
+                pieces = [memoryview(tensor.raw_data)]
+                nbytes = pieces[0].nbytes
             else:  # typed fields (float_data, ...), strings, data already external elsewhere
                 shell.graph.initializer.append(tensor)
                 continue
             header = _header(tensor)
-            if data.nbytes < EXTERNAL_MIN_BYTES:
-                header.raw_data = data.tobytes()
+            if nbytes < EXTERNAL_MIN_BYTES:
+                header.raw_data = b"".join(pieces)
                 shell.graph.initializer.append(header)
                 continue
             padding = -offset % EXTERNAL_ALIGN
             stream.write(bytes(padding))
             offset += padding
-            stream.write(data)
+            for piece in pieces:
+                stream.write(piece)
             if deferred:
                 weights.written(tensor)
             header.data_location = onnx.TensorProto.EXTERNAL
-            for key, value in (("location", location), ("offset", str(offset)), ("length", str(data.nbytes))):
+            for key, value in (("location", location), ("offset", str(offset)), ("length", str(nbytes))):
                 header.external_data.add(key=key, value=value)
             shell.graph.initializer.append(header)
-            offset += data.nbytes
-            progress.add(data.nbytes)
+            offset += nbytes
+            progress.add(nbytes)
     progress.done()
     if not offset:  # no tensor large enough: no data file
         (path.parent / location).unlink()

@@ -139,3 +139,22 @@ def test_quantized_conv3d_resnet_block_keeps_channels_last_between_convolutions(
         want = np.asarray(ov.Core().compile_model(model, "CPU", CONFIG)(feeds)[0])
         # a level apart here and there (bias and near-ties rounded apart), two layers deep: measured 0.27%
         assert np.linalg.norm(got - want) <= 0.01 * np.linalg.norm(want) and np.mean(got == want) > 0.9
+
+
+@pytest.mark.parametrize("read_twice", [False, True])
+def test_kernel_of_a_rewritten_conv3d_is_released(monkeypatch, read_twice):
+    """Once its taps are copied into the 2-D kernels, the 3-D int8 kernel no node reads is passed to the
+    importer's release (its memory-mapped pages dropped: the weights are not resident twice); a kernel a kept
+    convolution still reads is not."""
+    released, rewrite = [], _importer.quantized_frames_as_channels
+    monkeypatch.setattr(_importer, "quantized_frames_as_channels",
+                        lambda index, outputs, shapes, release: rewrite(index, outputs, shapes, released.append))
+    model = _conv3d_model(*CASES["r3d_block"][0], seed=3)
+    if read_twice:  # a second reader of the float output: that convolution stays 3-D (test above)
+        result = model.get_results()[0].input_value(0).get_node()
+        relu = result.input_value(0).get_node()
+        model = ov.Model([result.output(0), op.sigmoid(relu.output(0)).output(0)], model.get_parameters())
+    onnx_model = import_ir(model)
+    kernels = [a for a in released if a.ndim == 5 and a.dtype == np.int8]
+    assert [n.op_type for n in onnx_model.graph.node].count("Conv") == (1 if read_twice else 4)
+    assert [k.shape for k in kernels] == ([] if read_twice else [(8, 4, 3, 3, 3)])

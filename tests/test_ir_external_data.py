@@ -250,3 +250,49 @@ def test_external_data_of_a_model_without_large_tensors(tmp_path, capsys):
     assert main(["convert", str(source), "-o", str(out), "--external-data"]) == 0
     assert f"wrote {out}\n" in capsys.readouterr().out and not (tmp_path / "out.onnx.data").exists()
     assert np.array_equal(numpy_helper.to_array(onnx.load(out).graph.initializer[0]), np.arange(4))
+
+
+@pytest.mark.parametrize("shape, dtype", [((768, 3072), np.int8), ((1024, 1000), np.uint8), ((520, 264), np.int8),
+                                          ((260, 1024), np.int8), ((64, 64), np.int8), ((512, 512), np.float32)])
+def test_contiguous_copy_of_a_transposed_weight_keeps_every_byte(shape, dtype):
+    """model_io.contiguous copies a large transposed byte array ([N, K] int8 weights read as [K, N]) in 8-byte
+    words then bytes (rows a multiple of 8, from an unaligned source too), other arrays as numpy does; its
+    blocks (transposed_blocks) are the same rows, WORD_TRANSPOSE_ROWS at a time."""
+    rng = np.random.default_rng(7)
+    source = rng.integers(0, 127, shape[::-1]).astype(dtype)
+    unaligned = np.empty(source.size + 1, dtype)[1:].reshape(source.shape)
+    unaligned[...] = source
+    for array in (source.T, unaligned.T, source.T[:, 1:]):
+        copied = model_io.contiguous(array)
+        assert copied.flags.c_contiguous and copied.dtype == dtype and np.array_equal(copied, array)
+        if model_io.word_transposable(array):
+            blocks = [block.copy() for block in model_io.transposed_blocks(array)]
+            assert max(len(b) for b in blocks) == min(model_io.WORD_TRANSPOSE_ROWS, len(array))
+            np.testing.assert_array_equal(np.concatenate(blocks), array)
+    assert model_io.word_transposable(source.T) == (dtype != np.float32 and source.nbytes >= 1 << 18
+                                                    and shape[0] % 8 == 0)
+
+
+@pytest.mark.parametrize("external_data", [False, True])
+def test_deferred_transposed_weights_are_written_block_by_block(tmp_path, monkeypatch, external_data):
+    """A deferred int8 weight kept as a transposed view is written in blocks (no contiguous copy of it made):
+    the same file as with the contiguous array, in one piece or as external data."""
+    weight = np.random.default_rng(3).integers(-128, 127, (1024, 520)).astype(np.int8).T  # [520, 1024] view
+    files = {}
+    for kind, array in (("view", weight), ("copy", np.ascontiguousarray(weight))):
+        model = onnx.helper.make_model(onnx.helper.make_graph(
+            [onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],
+            [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.INT8, list(weight.shape))]))
+        weights = model_io.Weights()
+        weights.defer(model.graph.initializer.add(), array, "w", onnx.TensorProto.INT8)
+        made = []
+        if kind == "view":
+            monkeypatch.setattr(model_io, "contiguous", lambda a: made.append(a) or np.ascontiguousarray(a))
+        path = model_io.save_model(model, tmp_path / kind / "m.onnx", weights=weights, external_data=external_data)
+        monkeypatch.undo()
+        assert not made  # (the writer never asked for the whole array contiguous)
+        files[kind] = [f.read_bytes() for f in sorted(path.parent.iterdir())]
+    assert files["view"] == files["copy"]
+    loaded = onnx.load(str(tmp_path / "view" / "m.onnx"))
+    np.testing.assert_array_equal(numpy_helper.to_array(loaded.graph.initializer[0]), weight)
+

@@ -198,3 +198,16 @@ def test_a_failed_deferred_registration_is_undone(monkeypatch):
         with pytest.raises(ValueError, match="unit import failed"):
             _registry.load_all()
     assert ("ReviewHalf", 1) not in _registry.RULES and len(_registry.RULES) == count
+
+
+def test_graph_add_keeps_a_large_transposed_weight_as_a_view():
+    """A MatMul's large int8 weights read transposed stay a view of the constant (model_io writes them block
+    by block): no copy, so the constant's pages are not released either."""
+    from converters.openvino_ir.rules.quantization import GraphIndex, _Graph
+
+    released = []
+    graph = _Graph(GraphIndex([], []), set(), released.append)
+    base = np.arange(768 * 512, dtype=np.int64).astype(np.int8).reshape(768, 512)
+    graph.add("transposed", base.T)
+    assert not released and np.shares_memory(graph.values["transposed"], base)
+    np.testing.assert_array_equal(graph.values["transposed"], base.T)

@@ -929,3 +929,74 @@ def test_shared_graph_index_is_never_read_stale(monkeypatch, case_id):
     model, _ = INDEXED_MODELS[case_id]()
     import_ir(model)
     assert served  # (some pass reused the lookups)
+
+
+def test_subgraph_reads_are_found_once_per_import(monkeypatch):
+    """The qdq passes take the values subgraphs read (_outer_reads: every attribute of every node scanned)
+    from the shared GraphIndex, found once per import rather than once per pass."""
+    from converters.openvino_ir.rules import quantization
+
+    calls, original = [], quantization._outer_reads
+    monkeypatch.setattr(quantization, "_outer_reads", lambda nodes: calls.append(1) or original(nodes))
+    model, _ = INDEXED_MODELS["channel_shuffle"]()
+    onnx_model = import_ir(model)
+    assert "DequantizeLinear" in {n.op_type for n in onnx_model.graph.node}  # (the passes ran)
+    assert len(calls) == 1
+
+
+def test_graph_index_lookups_match_a_plain_walk_of_the_nodes():
+    """_index (protobuf fields read as slices): constants by name, each value's producer and its readers in node
+    order (a node reading a value twice listed twice), as a plain walk of the nodes finds them."""
+    from onnx import helper
+
+    from converters.openvino_ir.rules.quantization import _index
+
+    nodes = [helper.make_node("Split", ["x"], ["a", "b"]), helper.make_node("Mul", ["a", "a"], ["c"]),
+             helper.make_node("Add", ["c", "b"], ["d"]), helper.make_node("Concat", ["b", "w", "d"], ["e"], axis=0)]
+    initializers = [("w", onnx.TensorProto.FLOAT, np.ones(2, np.float32))]
+    values, producer, readers = _index(nodes, initializers)
+    assert list(values) == ["w"] and values["w"] is initializers[0][2]
+    assert {name: nodes.index(node) for name, node in producer.items()} == {"a": 0, "b": 0, "c": 1, "d": 2, "e": 3}
+    assert {name: [nodes.index(n) for n in found] for name, found in readers.items()} \
+        == {"x": [0], "a": [1, 1], "c": [2], "b": [2, 3], "w": [3], "d": [3]}
+    assert list(readers) == ["x", "a", "c", "b", "w", "d"]
+
+
+class _LimitsOnly:
+    """The three facts _qdq_parameters asks its context about a FakeQuantize: float32 data of rank 4, limits."""
+
+    def __init__(self, limits):
+        self.limits = limits
+
+    def elem(self, node, index):
+        return onnx.TensorProto.FLOAT
+
+    def rank(self, node, index):
+        return 4
+
+    def const_value(self, node, index):
+        return self.limits[index - 1]
+
+
+@pytest.mark.parametrize("levels", [256, 255, 16])
+def test_per_tensor_limits_give_the_per_channel_arithmetic(levels):
+    """One value per limit (scalars in float32) gives what the array path computes for the same value in every
+    channel: scale, zero point and limits bit for bit, and the same reason where it does not map."""
+    from converters.openvino_ir.rules.quantization import _qdq_parameters
+
+    rng = np.random.default_rng(levels)
+    cases = [(np.float32(lo), np.float32(hi)) for lo, hi in zip(-rng.random(20) * 3, rng.random(20) * 5)]
+    cases += [(np.float32(0), np.float32(6)), (np.float32(-1.0), np.float32(1.0)), (np.float32(1), np.float32(2)),
+              (np.float32(-3), np.float32(-1)), (np.float32(2), np.float32(2)), (np.float64(-0.1), np.float64(0.3))]
+    for low, high in cases:
+        scalar = _qdq_parameters(_LimitsOnly([np.array(v) for v in (low, high, low, high)]), None, levels)
+        channels = _qdq_parameters(_LimitsOnly([np.full((1, 2, 1, 1), v) for v in (low, high, low, high)]),
+                                   None, levels)
+        if isinstance(channels, str):
+            assert scalar == channels
+            continue
+        assert scalar[2] is None and channels[2] == 1
+        for got, want in zip(scalar[:2] + scalar[3:], channels[:2] + channels[3:]):
+            assert got.dtype == want.dtype and got.shape == (1,) and got.tobytes() == want[:1].tobytes()
+    differ = _qdq_parameters(_LimitsOnly([np.array(np.float32(v)) for v in (0, 1, 0, 2)]), None, levels)
+    assert differ == "output range differs from input range"

@@ -412,7 +412,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     if int8 == "qdq":
         index = GraphIndex(ctx.nodes, ctx.initializers)  # (one set of lookups for the three passes)
         dequantized_weights(index, ctx.outputs.values(), inputs, mapped.release)
-        quantized_frames_as_channels(index, ctx.outputs.values(), shared.clip_shapes)
+        quantized_frames_as_channels(index, ctx.outputs.values(), shared.clip_shapes, mapped.release)
         scores_scale_into_dequantize(index, ctx.outputs.values(), ctx.unique)
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
     live = _live(ctx.nodes, referenced)

@@ -203,7 +203,12 @@ def fill_tensor(tensor: TensorProto, array: np.ndarray, name: str, code: int) ->
     if code == TensorProto.STRING:
         tensor.string_data.extend(v.encode("utf-8") for v in array.reshape(-1).tolist())
         return tensor
-    tensor.raw_data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    if not array.flags.c_contiguous:  # (a MatMul's transposed int8 weights: model_io copies them faster)
+        from ..model_io import contiguous
+
+        array = contiguous(array)
+    tensor.raw_data = array.tobytes()
     return tensor
 
 

@@ -21,24 +21,28 @@ import numpy as np
 from onnx import helper
 
 from ._spatial import frame_taps
-from .quantization import GraphIndex, _Graph, _outer_reads, _quantized_after
+from .quantization import GraphIndex, _Graph, _quantized_after
 
 
-def quantized_frames_as_channels(index: GraphIndex, outputs, shapes: dict) -> int:
+def quantized_frames_as_channels(index: GraphIndex, outputs, shapes: dict, release=None) -> int:
     """Rewrite every quantized 3-D Conv of `index`'s nodes whose data shape is in `shapes` (data input name ->
     (N or None, C, T, H, W), recorded by the Convolution rule from OpenVINO's shapes) as above. Edits the nodes
     (ONNX NodeProtos, in order) and initializers ((name, ONNX type, array) list) in place; returns the number of
-    convolutions rewritten. Values in `outputs` (the graph's outputs) or read by subgraphs are kept."""
+    convolutions rewritten. Values in `outputs` (the graph's outputs) or read by subgraphs are kept.
+    `release` (an array -> None, or None) is called with each 3-D kernel no node reads any more once its
+    taps are copied out: the importer drops the memory-mapped pages of OpenVINO's constant there (the copies
+    hold 1-2.3x the kernel; with its pages kept the weights were resident twice over)."""
     if not shapes:
         return 0
     nodes = index.nodes
-    graph = _Graph(index, set(outputs) | _outer_reads(nodes))
+    graph = _Graph(index, set(outputs) | index.outer_reads())
     replaced, dead = {}, set()
     for conv in [n for n in nodes if n.op_type == "Conv"]:
         match = _match(conv, graph, shapes)
         if match is not None:
             replaced[id(conv)] = _Rewrite(graph, match).nodes()
             dead.update(id(n) for n in _dead(graph, match))
+            _release_kernel(graph, match, dead, release)
     if replaced:
         nodes[:] = [m for n in nodes if id(n) in replaced or id(n) not in dead for m in replaced.get(id(n), [n])]
     index.edited(bool(replaced))
@@ -193,3 +197,11 @@ def _dead(graph: _Graph, match: _Match) -> list:
     if len(graph.readers.get(dq.output[0], [])) == 1 and dq.output[0] not in graph.keep:
         dead.append(dq)
     return dead
+
+
+def _release_kernel(graph: _Graph, match: _Match, dead: set, release) -> None:
+    """`release` the matched convolution's 3-D int8 kernel when every node reading it is replaced."""
+    name = match.weights_dq.input[0]
+    if release is not None and name not in graph.keep \
+            and all(id(n) in dead for n in graph.readers.get(name, [])):
+        release(graph.values[name])

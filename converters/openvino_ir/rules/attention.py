@@ -191,12 +191,10 @@ def scores_scale_into_dequantize(index, keep, unique) -> int:
     instead of a separate Mul over the scores. Edits the nodes (ONNX NodeProtos) and initializers ((name,
     ONNX type, array) list) of `index` (quantization.GraphIndex) in place, keeping values in `keep`;
     unique(wanted) names the new scales; returns how many scales were folded."""
-    from .quantization import _outer_reads
-
     nodes, initializers = index.nodes, index.initializers
     if not any(n.op_type == "DequantizeLinear" for n in nodes):
         return 0
-    keep = set(keep) | _outer_reads(nodes)
+    keep = set(keep) | index.outer_reads()
     constants, producer, readers = index.lookups()
     folded, dead = 0, set()
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from ...model_io import word_transposable
 from .._registry import Unsupported, rule
 from .._types import Nibbles, constant_array, numpy_type
 
@@ -129,30 +130,22 @@ def _qdq_parameters(ctx, node, levels: int):
         return "limits are not constants" if rank is not None else "data of dynamic rank"
     if any(v.ndim > rank for v in limits):
         return "limits of higher rank than the data"
-    if all(v.size == 1 for v in limits):  # per tensor (most activations): the same checks on one value each
-        il, ih, ol, oh = (v.astype(np.float32).reshape(1) for v in limits)
-        if not (il[0] == ol[0] and ih[0] == oh[0]):
-            return "output range differs from input range"
-        if not ih[0] > il[0]:
-            return "input_high <= input_low somewhere"
-        axis = None
-    else:
-        il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
-        il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
-        if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
-            return "output range differs from input range"
-        if not np.all(ih > il):
-            return "input_high <= input_low somewhere"
-        varying = [d for d in range(rank) if il.shape[d] > 1]
-        if len(varying) > 1:
-            return f"limits vary along {len(varying)} axes (QDQ takes one)"
-        axis = varying[0] if varying else None
-        il, ih = il.reshape(-1), ih.reshape(-1)
-        if axis is None:
-            il, ih = il[:1], ih[:1]
-    scale = (ih - il) / np.float32(levels - 1)
-    zero = -il / scale
-    rounded = np.round(zero)
+    if all(v.size == 1 for v in limits):  # per tensor (most activations)
+        return _per_tensor_qdq_parameters(*(np.float32(v.reshape(-1)[0]) for v in limits), levels)
+    il, ih, ol, oh = (v.astype(np.float32).reshape((1,) * (rank - v.ndim) + v.shape) for v in limits)
+    il, ih, ol, oh = np.broadcast_arrays(il, ih, ol, oh)
+    if not (np.array_equal(il, ol) and np.array_equal(ih, oh)):
+        return "output range differs from input range"
+    if not np.all(ih > il):
+        return "input_high <= input_low somewhere"
+    varying = [d for d in range(rank) if il.shape[d] > 1]
+    if len(varying) > 1:
+        return f"limits vary along {len(varying)} axes (QDQ takes one)"
+    axis = varying[0] if varying else None
+    il, ih = il.reshape(-1), ih.reshape(-1)
+    if axis is None:
+        il, ih = il[:1], ih[:1]
+    scale, zero, rounded = _grid(il, ih, levels)
     if np.any(np.abs(zero - rounded) > ZERO_POINT_TOLERANCE):
         worst = zero[np.argmax(np.abs(zero - rounded))]
         return f"zero point -input_low / scale = {worst:.4g} is not an integer"
@@ -160,6 +153,30 @@ def _qdq_parameters(ctx, node, levels: int):
         worst = rounded[np.argmax(np.maximum(-rounded, rounded - 255))]
         return f"zero point {worst:.0f} outside [0, 255] (the range does not hold 0)"
     return scale, rounded.astype(np.int64), axis, il, ih
+
+
+def _grid(il, ih, levels: int):
+    """(scale, zero point Z = -il / scale, Z rounded) of the levels between il and ih (float32 arrays or
+    scalars: float32 arithmetic either way)."""
+    scale = (ih - il) / np.float32(levels - 1)
+    zero = -il / scale
+    return scale, zero, np.round(zero)
+
+
+def _per_tensor_qdq_parameters(il, ih, ol, oh, levels: int):
+    """_qdq_parameters of one float32 value per limit: the same checks and float32 arithmetic on scalars (one
+    numpy call on a 1-element array costs more than the rest of the FakeQuantize's conversion), the results
+    as 1-element arrays; axis None."""
+    if not (il == ol and ih == oh):
+        return "output range differs from input range"
+    if not ih > il:
+        return "input_high <= input_low somewhere"
+    scale, zero, rounded = _grid(il, ih, levels)
+    if abs(zero - rounded) > ZERO_POINT_TOLERANCE:
+        return f"zero point -input_low / scale = {zero:.4g} is not an integer"
+    if rounded < 0 or rounded > 255:
+        return f"zero point {rounded:.0f} outside [0, 255] (the range does not hold 0)"
+    return np.array([scale]), np.array([rounded]).astype(np.int64), None, np.array([il]), np.array([ih])
 
 
 def _qdq(ctx, node, levels: int) -> str | None:
@@ -627,11 +644,17 @@ def _outer_reads(nodes: list) -> set:
 def _index(nodes: list, initializers: list) -> tuple[dict, dict, dict]:
     """The graph's constants by name, the node producing each value and the nodes reading it."""
     values = {name: array for name, _, array in initializers}
-    producer = {out: n for n in nodes for out in n.output}
+    # (a slice of a repeated field is one list made in protobuf's C code, where iterating the field makes a
+    # call per name; with get / append rather than setdefault: 0.6x this function's time)
+    producer = {out: n for n in nodes for out in n.output[:]}
     readers: dict[str, list] = {}
     for n in nodes:
-        for name in n.input:
-            readers.setdefault(name, []).append(n)
+        for name in n.input[:]:
+            found = readers.get(name)
+            if found is None:
+                readers[name] = [n]
+            else:
+                found.append(n)
     return values, producer, readers
 
 
@@ -643,6 +666,14 @@ class GraphIndex:
 
     def __init__(self, nodes: list, initializers: list):
         self.nodes, self.initializers, self._lookups = nodes, initializers, None
+        self._outer_reads = None
+
+    def outer_reads(self) -> set:
+        """_outer_reads of the nodes, found once: the passes neither edit subgraphs nor add nodes with one
+        (scanning every attribute of every node is 1-3 ms of a CNN's import)."""
+        if self._outer_reads is None:
+            self._outer_reads = _outer_reads(self.nodes)
+        return self._outer_reads
 
     def lookups(self) -> tuple[dict, dict, dict]:
         """(constants by name, producer of each value, readers of each value), current as of the last edit."""
@@ -677,13 +708,15 @@ class _Graph:
 
     def add(self, name: str, array: np.ndarray) -> str:
         """_append, the array also one of the lookups' values; where it is a contiguous copy of a constant (a new
-        layout), the constant's memory-mapped pages are released (the rewritten model no longer reads them)."""
-        source, array = array, np.ascontiguousarray(array)
-        if self.release is not None and array is not source and source.size == array.size:
-            while isinstance(source.base, np.ndarray):  # the constant's own array (e.g. under a transpose)
-                source = source.base
-            if source.size == array.size:
-                self.release(source)
+        layout), the constant's memory-mapped pages are released (the rewritten model no longer reads them). A
+        MatMul's large int8 weights read transposed stay a view (model_io writes them block by block)."""
+        if not word_transposable(array):
+            source, array = array, np.ascontiguousarray(array)
+            if self.release is not None and array is not source and source.size == array.size:
+                while isinstance(source.base, np.ndarray):  # the constant's own array (e.g. under a transpose)
+                    source = source.base
+                if source.size == array.size:
+                    self.release(source)
         self.values[name] = array
         return _append(self.initializers, name, array)
 
@@ -774,7 +807,7 @@ def dequantized_weights(index: GraphIndex, outputs=(), inputs=(), release=None) 
     nodes = index.nodes
     if not any(n.op_type == "QuantizeLinear" for n in nodes):
         return 0
-    keep, shapes = set(outputs) | _outer_reads(nodes), _static_shapes(inputs)
+    keep, shapes = set(outputs) | index.outer_reads(), _static_shapes(inputs)
     _patches_as_pointwise(index, keep, shapes)
     _depthwise_per_tensor(index, keep)
     if FOLD_REDUNDANT_CLIP:
@@ -1000,7 +1033,7 @@ def _integer_data_movement(index: GraphIndex, keep: set) -> None:
             return None
         return float(scale.reshape(-1)[0]), int(zero.reshape(-1)[0]), zero.dtype
 
-    ours = set()  # the DequantizeLinear nodes written here
+    ours, after = set(), {}  # the DequantizeLinear nodes written here, by the id of the node they follow
     for node in list(nodes):
         if any(o in keep for o in node.output) or not (
                 node.op_type in _INTEGER_MOVEMENT
@@ -1018,17 +1051,17 @@ def _integer_data_movement(index: GraphIndex, keep: set) -> None:
         for port, name in enumerate(node.input):
             if name in data:
                 node.input[port] = producer[name].input[0]
-        at = nodes.index(node) + 1
+        placed = after[id(node)] = []
         for port, name in enumerate(node.output):
             if not name:
                 continue
             node.output[port] = f"{name}/quantized"
-            after = helper.make_node("DequantizeLinear", [node.output[port], dq.input[1], dq.input[2]], [name],
-                                     name=f"{name}/DequantizeLinear")
-            nodes.insert(at, after)
-            producer[name] = after
-            ours.add(id(after))
-            at += 1
+            placed.append(helper.make_node("DequantizeLinear", [node.output[port], dq.input[1], dq.input[2]],
+                                           [name], name=f"{name}/DequantizeLinear"))
+            producer[name] = placed[-1]
+            ours.add(id(placed[-1]))
+    if after:  # each node's DequantizeLinear nodes right after it (one pass: no list.index / insert per node)
+        nodes[:] = [m for n in nodes for m in ((n, *after[id(n)]) if id(n) in after else (n,))]
     index.edited(bool(ours))
 
 
@@ -1831,8 +1864,10 @@ def _padded_groups(nodes: list, initializers: list, conv, weights_dq, found: tup
 
 
 def _append(initializers: list, name: str, array: np.ndarray) -> str:
-    """Add `array` as initializer `name` (the passes' (name, ONNX type, array) list); returns the name."""
-    initializers.append((name, NUMPY_CODES[array.dtype], np.ascontiguousarray(array)))
+    """Add `array` as initializer `name` (the passes' (name, ONNX type, array) list), C-contiguous but for a
+    MatMul's large int8 weights read transposed (model_io writes those block by block); returns the name."""
+    layout = array if word_transposable(array) else np.ascontiguousarray(array)
+    initializers.append((name, NUMPY_CODES[array.dtype], layout))
     return name
 
 
