@@ -1,5 +1,5 @@
 """Quantized 3-D convolutions (the QDQ form): 2-D integer convolutions per output frame, the time taps
-stacked into channels (rules/_conv3d_qdq.py), bit for bit the values of the 3-D QLinearConv they replace and
+stacked into channels (rules/quantization/conv3d.py), bit for bit the values of the 3-D QLinearConv they replace and
 within one level of OpenVINO CPU's int8 execution."""
 from __future__ import annotations
 

@@ -243,11 +243,11 @@ def test_expansion_before_depthwise_input_scale(tmp_path, monkeypatch, form):
     default the channels-last integer MatMul with the Div folded into its weight scales and float bias and
     the Clip (no level changes) gone, QuantizeLinear after it; unfolded, Clip and Div stay after the MatMul;
     with FOLD_REDUNDANT_CLIP both convolutions run as QLinearConv. Within a level of OpenVINO CPU each way."""
-    from converters.openvino_ir.rules import quantization
+    from converters.openvino_ir.rules.quantization import depthwise, pointwise
 
     (scales, clip), (kept, convs) = _EXPANSION_FORMS[form]
-    monkeypatch.setattr(quantization, "FOLD_CLIP_DIV_INTO_SCALES", scales)
-    monkeypatch.setattr(quantization, "FOLD_REDUNDANT_CLIP", clip)
+    monkeypatch.setattr(pointwise, "FOLD_CLIP_DIV_INTO_SCALES", scales)
+    monkeypatch.setattr(depthwise, "FOLD_REDUNDANT_CLIP", clip)
     model = _expand_relu6_depthwise()
     onnx_model = import_ir(model)
     ops = [n.op_type for n in onnx_model.graph.node]
@@ -263,12 +263,12 @@ def test_clip_div_fold_keeps_levels(monkeypatch):
     """The Div folded into MatMulIntegerToFloat's scales and bias moves a level only at near-ties of the
     unfolded form (both onnxruntime, fused), on 20 inputs; a Clip that changes some channel's levels (a
     channel's range reaching 12 past ReLU6's 6) stays, and the Div with it."""
-    from converters.openvino_ir.rules import quantization
+    from converters.openvino_ir.rules.quantization import pointwise
 
     model = _expand_relu6_depthwise()
     sessions = []
     for fold in (True, False):
-        monkeypatch.setattr(quantization, "FOLD_CLIP_DIV_INTO_SCALES", fold)
+        monkeypatch.setattr(pointwise, "FOLD_CLIP_DIV_INTO_SCALES", fold)
         sessions.append(ort_session(import_ir(model)))
     differing = total = 0
     for case in range(20):
@@ -277,7 +277,7 @@ def test_clip_div_fold_keeps_levels(monkeypatch):
         np.testing.assert_allclose(folded, unfolded, rtol=0, atol=0.02 * 1.01)
         differing, total = differing + int(np.sum(folded != unfolded)), total + folded.size
     assert differing <= 0.01 * total
-    monkeypatch.setattr(quantization, "FOLD_CLIP_DIV_INTO_SCALES", True)
+    monkeypatch.setattr(pointwise, "FOLD_CLIP_DIV_INTO_SCALES", True)
     wide = _expand_relu6_depthwise(wide_channel=True)
     ops = [n.op_type for n in import_ir(wide).graph.node]
     assert "Clip" in ops and "Div" in ops

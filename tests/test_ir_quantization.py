@@ -640,7 +640,7 @@ def test_strided_stem_convolution_runs_on_space_to_depth(tmp_path, monkeypatch, 
     """A strided integer convolution of few input channels becomes [Pad(zero point) ->] SpaceToDepth ->
     stride-1 Conv with the int8 weights rearranged: onnxruntime's fused integer convolution gives the very
     same values as on the convolution as written (the same integer sums), within one level of OpenVINO."""
-    from converters.openvino_ir.rules import quantization
+    from converters.openvino_ir.rules.quantization import space_to_depth
 
     case, padded, preprocess = STEM_CASES[case_id]
     model, feeds = _stem_model(*case, seed=len(case_id), preprocess=preprocess)
@@ -653,7 +653,7 @@ def test_strided_stem_convolution_runs_on_space_to_depth(tmp_path, monkeypatch, 
     session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
     optimized_ops = set(op_types(optimized))
     assert "QLinearConv" in optimized_ops and "Conv" not in optimized_ops
-    monkeypatch.setattr(quantization, "SPACE_TO_DEPTH_CHANNELS", 0)
+    monkeypatch.setattr(space_to_depth, "SPACE_TO_DEPTH_CHANNELS", 0)
     as_written = import_ir(model)
     assert "SpaceToDepth" not in {n.op_type for n in as_written.graph.node}
     plain, optimized = ort_optimized(as_written, tmp_path / "plain.onnx")
@@ -765,7 +765,7 @@ def test_narrow_grouped_convolution_merges_groups(tmp_path, monkeypatch, case_id
     neighbouring groups merged (block-diagonal int8 weights, zeros elsewhere; a prime group count first padded
     with zero groups, the input by a Pad, the output cut by a Slice): onnxruntime's fused QLinearConv gives the
     very same values as on the convolution as written, within one level of OpenVINO."""
-    from converters.openvino_ir.rules import quantization
+    from converters.openvino_ir.rules.quantization import grouped_conv
 
     case, merged = GROUPED_CASES[case_id]
     model, feeds = _grouped_model(*case, seed=len(case_id))
@@ -775,7 +775,7 @@ def test_narrow_grouped_convolution_merges_groups(tmp_path, monkeypatch, case_id
     session, optimized = ort_optimized(onnx_model, tmp_path / "optimized.onnx")
     optimized_ops = set(op_types(optimized))
     assert "QLinearConv" in optimized_ops and "Conv" not in optimized_ops
-    monkeypatch.setattr(quantization, "GROUP_WIDTH", 2)
+    monkeypatch.setattr(grouped_conv, "GROUP_WIDTH", 2)
     as_written = import_ir(model)
     conv = next(n for n in as_written.graph.node if n.op_type == "Conv")
     assert {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}["group"] == case[2]
@@ -934,10 +934,10 @@ def test_shared_graph_index_is_never_read_stale(monkeypatch, case_id):
 def test_subgraph_reads_are_found_once_per_import(monkeypatch):
     """The qdq passes take the values subgraphs read (_outer_reads: every attribute of every node scanned)
     from the shared GraphIndex, found once per import rather than once per pass."""
-    from converters.openvino_ir.rules import quantization
+    from converters.openvino_ir.rules.quantization import graph
 
-    calls, original = [], quantization._outer_reads
-    monkeypatch.setattr(quantization, "_outer_reads", lambda nodes: calls.append(1) or original(nodes))
+    calls, original = [], graph._outer_reads
+    monkeypatch.setattr(graph, "_outer_reads", lambda nodes: calls.append(1) or original(nodes))
     model, _ = INDEXED_MODELS["channel_shuffle"]()
     onnx_model = import_ir(model)
     assert "DequantizeLinear" in {n.op_type for n in onnx_model.graph.node}  # (the passes ran)
@@ -1000,3 +1000,24 @@ def test_per_tensor_limits_give_the_per_channel_arithmetic(levels):
             assert got.dtype == want.dtype and got.shape == (1,) and got.tobytes() == want[:1].tobytes()
     differ = _qdq_parameters(_LimitsOnly([np.array(np.float32(v)) for v in (0, 1, 0, 2)]), None, levels)
     assert differ == "output range differs from input range"
+
+
+#: the switches and tuning constants of rules/quantization/
+QUANTIZATION_SETTINGS = ("FOLD_SMOOTHING_INTO_VALUES", "FOLD_CLIP_DIV_INTO_SCALES", "FOLD_REDUNDANT_CLIP",
+                         "GROUP_WIDTH", "MAX_DENSE_GROUPS", "SPACE_TO_DEPTH_CHANNELS", "CHANNEL_GROUP",
+                         "ZERO_POINT_TOLERANCE")
+
+
+def test_quantization_settings_live_only_in_the_module_that_reads_them():
+    """Each pass reads the settings of its own module: the package does not re-export them and no other module
+    imports a copy, so a monkeypatch of any other place fails (no such attribute) rather than changing nothing."""
+    import importlib
+    import pkgutil
+
+    from converters.openvino_ir.rules import quantization
+
+    modules = [importlib.import_module(f"{quantization.__name__}.{m.name}")
+               for m in pkgutil.iter_modules(quantization.__path__)]
+    for name in QUANTIZATION_SETTINGS:
+        assert not hasattr(quantization, name)
+        assert len([m for m in modules if name in vars(m)]) == 1, name

@@ -48,7 +48,7 @@ def import_ir(model, weights=None, *, defer=None, int8: str = "qdq", notes: list
 
     int8: "qdq" (default) writes FakeQuantize as QuantizeLinear/DequantizeLinear wherever its limits map onto a
     scale and zero point (onnxruntime runs integer kernels), "exact" as OpenVINO's reference formula
-    (rules/quantization.py). notes: a list receiving model-level notes (FakeQuantize kept exact, and why)."""
+    (rules/quantization/). notes: a list receiving model-level notes (FakeQuantize kept exact, and why)."""
     ov = openvino()
     if isinstance(model, ov.Model):
         return import_model(model, source=f"openvino.Model {model.get_friendly_name()!r}", defer=defer, int8=int8,

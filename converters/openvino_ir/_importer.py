@@ -26,8 +26,8 @@ from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
 from ._types import MappedPages, Unpacked, constant_array, deferred_constant, fill_tensor, onnx_type, value_info
 from .rules.attention import scores_scale_into_dequantize
-from .rules._conv3d_qdq import quantized_frames_as_channels
-from .rules.quantization import CHANGED_BY_OPSET_21, MICROSOFT, GraphIndex, dequantized_weights
+from .rules.quantization import (CHANGED_BY_OPSET_21, MICROSOFT, GraphIndex, dequantized_weights,
+                                 quantized_frames_as_channels)
 from .rules.state import beam_gathers, refused_model_form, state_boundary
 
 
@@ -56,7 +56,7 @@ class _Shared:
         self.problems: list[str] = []
         self.visited = 0
         self.progress = None  # callable(count) for long conversions
-        self.int8 = "qdq"  # FakeQuantize form: "qdq" or "exact" (rules/quantization.py)
+        self.int8 = "qdq"  # FakeQuantize form: "qdq" or "exact" (rules/quantization/fake_quantize_rule.py)
         self.notes: list[str] = []  # model-level notes for the conversion report
         self.states: dict[str, dict] = {}  # variable id -> its ReadValue/Assign (rules/state.py)
         self.passthrough: set[str] = set()  # OV nodes whose output is their input 0 (beam_idx Gathers) or
@@ -343,8 +343,8 @@ def _referenced(graph: onnx.GraphProto, into: set) -> set:
     return into
 
 
-#: FakeQuantize forms (rules/quantization.py): "qdq" QuantizeLinear/DequantizeLinear where the limits map,
-#: "exact" OpenVINO's reference formula everywhere
+#: FakeQuantize forms (rules/quantization/fake_quantize_rule.py): "qdq" QuantizeLinear/DequantizeLinear where
+#: the limits map, "exact" OpenVINO's reference formula everywhere
 INT8_FORMS = ("qdq", "exact")
 
 
@@ -480,7 +480,7 @@ def _opset_imports(ctx: Context, live: list, source: str) -> list:
     """The model's opset imports: the highest opset a live node needs (4-bit weights: DequantizeLinear-21,
     refused where that changes another op), com.microsoft and the dialect when used."""
     opset = max([TARGET_OPSET] + [ctx.shared.opset_of.get(n.output[0], 0) for n in live])
-    if opset > TARGET_OPSET:  # 4-bit weights: DequantizeLinear-21 (rules/quantization.py)
+    if opset > TARGET_OPSET:  # 4-bit weights: DequantizeLinear-21 (rules/quantization/compressed_weights.py)
         changed = sorted({f"{n.op_type} ({CHANGED_BY_OPSET_21[n.op_type]})" for n in live
                           if n.op_type in CHANGED_BY_OPSET_21})
         if changed:

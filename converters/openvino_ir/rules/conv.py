@@ -103,7 +103,7 @@ def _frames_as_2d(ctx, node, attributes) -> bool:
             out[2].is_dynamic:
         return False
     if node.input_value(0).get_node().get_type_name() == "FakeQuantize":
-        # a quantized convolution: 2-D integer ones per output frame where its QDQ form allows (_conv3d_qdq.py)
+        # a quantized convolution: 2-D integer ones per output frame where its QDQ form allows (quantization/conv3d.py)
         ctx.shared.clip_shapes[ctx.inp(node, 0)] = tuple(d.get_length() if d.is_static else None for d in data)
         return False
     frames, out_frames = data[2].get_length(), out[2].get_length()

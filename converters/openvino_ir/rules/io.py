@@ -58,7 +58,7 @@ def result(ctx, node):
 def convert(ctx, node):
     # Float -> integer truncates toward zero in both; out-of-range values saturate in OpenVINO's CPU
     # plugin but are undefined in ONNX Cast (see docs/openvino_ir.md).
-    if decompressed_in_f32(ctx, node):  # compressed weights: see rules/quantization.py
+    if decompressed_in_f32(ctx, node):  # compressed weights: see rules/quantization/compressed_weights.py
         return
     ctx.emit("Cast", [ctx.inp(node, 0)], [ctx.out(node)], to=ctx.out_elem(node))
 

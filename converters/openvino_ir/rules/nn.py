@@ -24,7 +24,7 @@ def _transposed(ctx, node, index: int) -> str:
             "accuracy_level 0 (exact f32 dequantization, activations not quantized)",
       refuses=("transpose_a/b of an operand of dynamic rank",))
 def matmul(ctx, node):
-    if matmul_nbits(ctx, node):  # compressed weights stay compressed (rules/quantization.py)
+    if matmul_nbits(ctx, node):  # compressed weights stay compressed (rules/quantization/compressed_weights.py)
         return
     attributes = node.get_attributes()
     a = _transposed(ctx, node, 0) if attributes.get("transpose_a") else ctx.inp(node, 0)

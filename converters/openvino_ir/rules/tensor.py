@@ -77,7 +77,7 @@ def gather(ctx, node):
     axis = scalar_axis(ctx, node, 2)
     batch_dims = int(node.get_attributes().get("batch_dims", 0))
     if batch_dims == 0:
-        if gather_block_quantized(ctx, node, axis):  # a 4-bit embedding stays 4-bit (rules/quantization.py)
+        if gather_block_quantized(ctx, node, axis):  # 4-bit embeddings stay 4-bit (quantization/compressed_weights.py)
             return
         ctx.emit("Gather", [ctx.inp(node, 0), ctx.int64_or_int32(node, 1)], [ctx.out(node)], axis=axis)
         return

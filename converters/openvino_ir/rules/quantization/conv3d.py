@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import helper
 
-from ._spatial import frame_taps
-from .quantization import GraphIndex, _Graph, _quantized_after
+from .._spatial import frame_taps
+from .graph import GraphIndex, _Graph, _quantized_after
 
 
 def quantized_frames_as_channels(index: GraphIndex, outputs, shapes: dict, release=None) -> int:
