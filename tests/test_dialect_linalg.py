@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import custom_ops
+from custom_ops.ops.linalg import inverse
 from custom_ops.unit import Case
 from tests.helpers import units as check
 
@@ -55,3 +56,13 @@ def test_pivot_is_the_first_largest_and_float16_steps_round():
     h = np.array([[3, 1, 0], [-2, -2, -4], [-4, -4, -3]], np.float16)
     (got,) = check.kernel_outputs(UNIT, Case("f16", (h,), {}))
     assert got.dtype == np.float16 and got[0, 1] == np.float16(-0.150146484375)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_backward_substitution_rounds_every_subtraction_in_order(dtype):
+    """A row of the backward substitution subtracts its products one by one, each rounded to the type (the
+    reference): 1 - e - e with e half the spacing below 1 stays 1 (ties to even); subtracting 2e at once,
+    or carrying float16 in float32 (numpy's float16 subtract.reduce), would give 1 - 2e."""
+    e = (1 - np.nextafter(dtype(1), dtype(0))) / 2
+    row = inverse._subtract_in_order(np.ones((1, 1), dtype), np.full((1, 2, 1), e, dtype))
+    assert row.dtype == dtype and row[0, 0] == 1

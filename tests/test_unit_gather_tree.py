@@ -8,6 +8,7 @@ import pytest
 
 import custom_ops
 import custom_ops.errors
+from custom_ops.ops.sequence import gather_tree
 from custom_ops.unit import Case
 from tests.helpers import units as check
 
@@ -85,3 +86,25 @@ def test_declared_openvino_divergence_is_real(row):
             check.kernel_outputs(UNIT, case)
     else:
         assert not np.array_equal(got[0], check.kernel_outputs(UNIT, case)[0]), got
+
+
+def test_integer_parents_traced_like_float_parents():
+    """Integer parents take the doubling scan over time, float parents the step by step trace: the same
+    beams on long sequences of mixed lengths (every batch's trace crosses several scan strides)."""
+    rng = np.random.default_rng(5)
+    step, parent = rng.integers(0, 9, (37, 3, 4)), rng.integers(0, 4, (37, 3, 4))
+    lengths, end = np.array([37, 20, 1]), 99            # no step id is end_token: every traced id shows
+    ints = gather_tree.gather_tree(*(np.asarray(a, np.int32) for a in (step, parent, lengths, end)))
+    floats = gather_tree.gather_tree(*(np.asarray(a, np.float64) for a in (step, parent, lengths, end)))
+    np.testing.assert_array_equal(ints, floats)
+    assert (ints[:20, 1] != 99).all() and (ints[20:, 1] == 99).all() and (ints[1:, 2] == 99).all()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_out_of_range_parent_reported_at_the_latest_time_followed(dtype):
+    """Of two followed parents out of range, the error names the one the trace back meets first (the
+    later time: 4 in batch 0 before 2 in batch 1), whichever path traces."""
+    parent = np.zeros((6, 2, 2), dtype)
+    parent[5, 0], parent[4, 0, 1], parent[2, 1, 0] = 1, -1, 7   # batch 0 follows beam 1 at time 4
+    with pytest.raises(custom_ops.errors.OpError, match="at time 4.*-1"):
+        gather_tree.gather_tree(np.zeros((6, 2, 2), dtype), parent, np.array([6, 6], dtype), np.asarray(0, dtype))

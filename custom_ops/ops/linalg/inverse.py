@@ -15,11 +15,14 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
+from custom_ops.ops.sequence._ctc import first_max
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port, expected_shape_of, same_as_input)
 
 OP = "Inverse"
 TYPES = FLOAT_TYPES
+#: types whose np.subtract.reduce rounds every step to the type (float16 is carried in float32)
+_SEQUENTIAL_REDUCE_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _lu(a: np.ndarray):
@@ -29,14 +32,8 @@ def _lu(a: np.ndarray):
     perm = np.broadcast_to(np.arange(n), (batch, n)).copy()
     rows = np.arange(batch)
     for k in range(n):
-        column = np.abs(u[:, k:, k])
-        # first strictly larger |value| wins; NaN never compares larger (C++ `>`)
-        pivot = np.zeros(batch, np.int64)
-        best = column[:, 0].copy()
-        for i in range(1, n - k):
-            larger = column[:, i] > best
-            pivot[larger], best[larger] = i, column[larger, i]
-        pivot += k
+        # first strictly larger |value| wins; NaN never compares larger (C++ `>`): std::max_element's rule
+        pivot = first_max(np.abs(u[:, k:, k])) + k
         swap = pivot != k
         if swap.any():
             for m in (u, lower, perm):
@@ -50,20 +47,30 @@ def _lu(a: np.ndarray):
     return lower, u, perm
 
 
+def _subtract_in_order(first: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """((first - terms[:, 0]) - terms[:, 1]) - ..., each step rounded to the type. numpy's subtract.reduce
+    folds left in float32/float64 (pairwise summation is add's only) but carries float16 (and other
+    types) in float32 between steps: those are subtracted one term at a time."""
+    if first.dtype in _SEQUENTIAL_REDUCE_TYPES:
+        return np.subtract.reduce(np.concatenate([first[:, None], terms], axis=1), axis=1)
+    for j in range(terms.shape[1]):
+        first = first - terms[:, j]
+    return first
+
+
 def _solve(lower, u, perm):
-    """Columns of the inverse: for every unit vector e_c, L y = P e_c then U x = y ([B, n, n], x in columns)."""
-    batch, n = u.shape[0], u.shape[1]
-    dtype = u.dtype
-    y = (perm[:, :, None] == np.arange(n)[None, None, :]).astype(dtype)    # y[b, i, c] = e_c[P[i]]
-    for i in range(n):
-        for j in range(i):
-            y[:, i] = y[:, i] - lower[:, i, j, None] * y[:, j]
+    """Columns of the inverse: for every unit vector e_c, L y = P e_c then U x = y ([B, n, n], x in columns).
+    Every element sees the reference's operations in the reference's order: the forward substitution
+    subtracts from all later rows once a row is final (row i still gets j = 0 .. i-1 in turn); the backward
+    one forms a row's products at once and subtracts them in ascending j."""
+    n = u.shape[1]
+    y = (perm[:, :, None] == np.arange(n)[None, None, :]).astype(u.dtype)    # y[b, i, c] = e_c[P[i]]
+    for j in range(n - 1):
+        y[:, j + 1:] = y[:, j + 1:] - lower[:, j + 1:, j, None] * y[:, j, None]
     x = np.zeros_like(y)
     for i in range(n - 1, -1, -1):
-        x[:, i] = y[:, i]
-        for j in range(i + 1, n):
-            x[:, i] = x[:, i] - u[:, i, j, None] * x[:, j]
-        x[:, i] = x[:, i] / u[:, i, i, None]
+        row = _subtract_in_order(y[:, i], u[:, i, i + 1:, None] * x[:, i + 1:])
+        x[:, i] = row / u[:, i, i, None]
     return x
 
 

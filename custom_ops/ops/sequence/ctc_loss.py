@@ -19,7 +19,7 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.ops._libm import changes_with_c_libm, expf, log, log1pf
+from custom_ops.ops._libm import changes_with_c_libm, expf, log, log1pf_expf
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpSpec, OpenVINO, Port)
 
@@ -33,8 +33,8 @@ def _sum_logs(a, b):
     """log(exp(a) + exp(b)) elementwise in float32, the larger first."""
     big, small = np.maximum(a, b), np.minimum(a, b)
     with np.errstate(all="ignore"):
-        both = big + log1pf(expf(small - big))
-    return np.where(a == _NEG, b, np.where(b == _NEG, a, both)).astype(np.float32, copy=False)
+        both = big + log1pf_expf(small - big)
+    return np.where(a == _NEG, b, np.where(b == _NEG, a, both))
 
 
 def _decode(target, unique, collapse):
@@ -45,19 +45,26 @@ def _decode(target, unique, collapse):
     return target.tolist()
 
 
-def _prepare(logits, labels, blank, merge):
+def _log_exp_sums(logits) -> np.ndarray:
+    """log of the sum of exp over the classes of logits [N, T, C] (float32), the sum in double class by class
+    (the CPU plugin's order), for every batch and step at once: [N, T] float64."""
+    exps = expf(logits).astype(np.float64)
+    exp_sum = np.zeros(logits.shape[:2], np.float64)
+    for c in range(logits.shape[2]):
+        exp_sum += exps[:, :, c]
+    return log(exp_sum)
+
+
+def _prepare(logits, log_sums, labels, blank, merge):
     """One batch's log-probabilities [T', S] of the extended labels (blank between and around them), which
-    extended positions may skip to the one after next, and which may stay."""
+    extended positions may skip to the one after next, and which may stay; logits [T', C] and their
+    _log_exp_sums [T']."""
     extended = [blank]
     for label in labels:
         extended += [label, blank]
-    size, steps = len(extended), logits.shape[0]
-    exps = expf(logits).astype(np.float64)               # elementwise: one call for every class
-    exp_sum = np.zeros(steps, np.float64)
-    for c in range(logits.shape[1]):                     # the sum of exp in double, class by class
-        exp_sum += exps[:, c]
+    size = len(extended)
     target = np.asarray(extended)
-    logp = (logits[:, target].astype(np.float64) - log(exp_sum)[:, None]).astype(np.float32)   # [T', S]
+    logp = (logits[:, target].astype(np.float64) - log_sums[:, None]).astype(np.float32)      # [T', S]
     is_blank = target == blank
     skip = np.zeros(size, bool)
     skip[:-2] = ~is_blank[:-2] & (~merge | (target[:-2] != target[2:]))
@@ -73,7 +80,8 @@ def _losses(prepared) -> np.ndarray:
     steps = np.array([logp.shape[0] for logp, _, _ in prepared])
     sizes = np.array([logp.shape[1] for logp, _, _ in prepared])
     width = int(sizes.max()) + 2                         # two padding positions: s + 1, s + 2 always exist
-    logp = np.full((count, int(steps.max()), width), _NEG, np.float32)
+    # logp with two -inf columns (its shifts by one and two positions are views), every step's row at once
+    logp = np.full((count, int(steps.max()), width + 2), _NEG, np.float32)
     skip, stay = np.zeros((count, width), bool), np.zeros((count, width), bool)
     for b, (lp, sk, st) in enumerate(prepared):
         logp[b, :lp.shape[0], :lp.shape[1]], skip[b, :sk.size], stay[b, :st.size] = lp, sk, st
@@ -81,24 +89,21 @@ def _losses(prepared) -> np.ndarray:
     rows = np.arange(count)
     last = np.maximum(0, sizes - 2)[:, None]
     bwd = np.where((s >= last) & (s < sizes[:, None]), np.float32(0), _NEG).astype(np.float32)
-    # the masks and the shifted log-probabilities of every step, once
     step_one, step_two = s + 1 < sizes[:, None], (s + 2 < sizes[:, None]) & skip
-    logp1 = np.concatenate([logp[:, :, 1:], np.full(logp.shape[:2] + (1,), _NEG, np.float32)], 2)
-    logp2 = np.concatenate([logp[:, :, 2:], np.full(logp.shape[:2] + (2,), _NEG, np.float32)], 2)
     backs = np.arange(2, int(steps.max()) + 1)[:, None]    # t = steps - back, per batch: [B', N]
     t = steps[None, :] - backs
     active = t >= 0
     windows = ((s >= np.maximum(0, sizes[None, :] - 2 * backs)[..., None])
                & (s < np.minimum(sizes[None, :], 2 * (t + 1))[..., None]) & active[..., None])   # [B', N, S]
-    followings = np.maximum(t + 1, 0)
+    following_logp = logp[rows, np.maximum(t + 1, 0)]                  # [B', N, S + 2]
     padded = np.full((count, width + 2), _NEG, np.float32)             # bwd and two -inf: its shifts are views
     padded[:, :width] = bwd
     bwd, nxt1, nxt2 = padded[:, :width], padded[:, 1:width + 1], padded[:, 2:]
     for k in range(backs.shape[0]):
-        following = followings[k]
-        current = np.where(stay, bwd + logp[rows, following], _NEG)        # -inf (+) x is x
-        current = np.where(step_one, _sum_logs(current, nxt1 + logp1[rows, following]), current)
-        current = np.where(step_two, _sum_logs(current, nxt2 + logp2[rows, following]), current)
+        following = following_logp[k]
+        current = np.where(stay, bwd + following[:, :width], _NEG)       # -inf (+) x is x
+        current = np.where(step_one, _sum_logs(current, nxt1 + following[:, 1:width + 1]), current)
+        current = np.where(step_two, _sum_logs(current, nxt2 + following[:, 2:]), current)
         bwd[...] = np.where(windows[k], current, np.where(active[k][:, None], _NEG, bwd))
     first = bwd[:, 0] + logp[:, 0, 0]
     second = np.where(sizes > 1, bwd[:, 1] + logp[:, 0, 1], _NEG)
@@ -112,6 +117,7 @@ def ctc_loss(logits, logit_length, labels, label_length, blank_index=None, prepr
     if logits.ndim != 3:
         raise OpError(OP, "input 'logits'", "must have shape [N, T, C]", value=logits.shape)
     batch, steps, classes = logits.shape
+    dtype = logits.dtype
     ints = {}
     for name, value, shape in (("logit_length", logit_length, (batch,)), ("labels", labels, (batch, steps)),
                                ("label_length", label_length, (batch,))):
@@ -143,6 +149,8 @@ def ctc_loss(logits, logit_length, labels, label_length, blank_index=None, prepr
     unique = check.flag(OP, "unique", unique)
     collapse = check.flag(OP, "preprocess_collapse_repeated", preprocess_collapse_repeated)
     out = np.zeros(batch, np.float32)
+    logits = logits.astype(np.float32)
+    log_sums = _log_exp_sums(logits)
     prepared, running = [], []
     for b in range(batch):
         target = ints["labels"][b, :label_lengths[b]].astype(np.int64)
@@ -153,11 +161,11 @@ def ctc_loss(logits, logit_length, labels, label_length, blank_index=None, prepr
         if lengths[b] == 0:
             out[b] = np.float32(0 if not decoded else np.inf)
         else:
-            prepared.append(_prepare(logits[b, :lengths[b]].astype(np.float32), decoded, blank, merge))
+            prepared.append(_prepare(logits[b, :lengths[b]], log_sums[b, :lengths[b]], decoded, blank, merge))
             running.append(b)
     if prepared:
         out[running] = _losses(prepared)
-    return out.astype(logits.dtype)
+    return out.astype(dtype)
 
 
 def _kernel_v4(logits, logit_length, labels, label_length, blank_index=None, *, preprocess_collapse_repeated,

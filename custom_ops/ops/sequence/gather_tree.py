@@ -63,43 +63,65 @@ def validate(step_ids, parent_ids, max_seq_len, end_token):
     return step_ids, parent_ids, lengths, end_token
 
 
-def gather_tree(step_ids, parent_ids, max_seq_len, end_token):
-    step_ids, parent_ids, lengths, end_token = validate(step_ids, parent_ids, max_seq_len, end_token)
+def _raise_parent(level: int, value, beam: int):
+    raise OpError(OP, "input 'parent_ids'", f"parent beam out of range at time {level + 1}", value=int(value),
+                  allowed=f"[0, {beam - 1}]")
+
+
+def _trace_integer_parents(step_ids, parents, lengths, out) -> None:
+    """Fills out[t, b, k] (t < lengths[b]) with the step id of beam k's ancestor at time t, integer parents
+    (int64 [T, B, BEAM]). The ancestor maps of all times come from a doubling scan over time (log2 T gathers
+    instead of T steps): maps[t] = the map to time t composed with the maps of the later times. A parent
+    out of range is read as the beam itself by the scan; the first one the trace back follows (the
+    latest time, then the first batch and beam) is then found and reported as the step by step trace does."""
+    max_time, _, beam = parents.shape
+    beams = np.arange(beam)
+    read = np.arange(max_time - 1)[:, None, None] + 1 < lengths[None]   # [T-1, B, 1]: time t's beam read at t+1
+    maps = np.broadcast_to(beams, parents.shape).copy()                 # the last time: the beam itself
+    maps[:-1] = np.where(read & (parents[1:] >= 0) & (parents[1:] < beam), parents[1:], beams)
+    shift = 1
+    while shift < max_time:
+        maps[:-shift] = np.take_along_axis(maps[:-shift], maps[shift:], axis=2)
+        shift *= 2
+    followed = np.take_along_axis(parents[1:], maps[1:], axis=2)       # the parent the trace reads at t + 1
+    bad = read & ((followed < 0) | (followed >= beam))
+    if bad.any():
+        level = int(np.flatnonzero(bad.any(axis=(1, 2)))[-1])
+        _raise_parent(level, followed[level][bad[level]][0], beam)
+    active = np.arange(max_time)[:, None, None] < lengths[None]
+    np.copyto(out, np.take_along_axis(step_ids, maps, axis=2), where=active)
+
+
+def _trace_stepwise(step_ids, parent_ids, lengths, out) -> None:
+    """_trace_integer_parents for parents of any type, one time step after the other (a float parent is
+    checked to hold an integer where it is read)."""
     max_time, batch, beam = step_ids.shape
-    lengths = np.minimum(lengths, max_time)[:, None]              # [BATCH, 1]
-    out = np.full(step_ids.shape, end_token, dtype=step_ids.dtype)
     rows = np.arange(batch)[:, None]
     beams = np.broadcast_to(np.arange(beam), (batch, beam))
     parent = beams.copy()                                           # the beam read at the current level
-    # integer parents converted once; other types are checked where they are read
-    parents = _integral("parent_ids", parent_ids) if parent_ids.dtype.kind in "iu" else None
-    inner = int(lengths.min()) - 1 if batch else -1                 # below: every batch active, none starting
-    if inner > 0 and parents is not None:
-        flat_steps, flat_parents = step_ids.reshape(-1), parents.reshape(-1)
-        starts = (np.arange(max_time)[:, None, None] * batch + rows[None]) * beam   # [TIME, BATCH, 1]
     for level in range(max_time - 1, -1, -1):
-        if level < inner and parents is not None:                   # the same steps, without the masks
-            if (parent.view(np.uint64) >= beam).any():              # a negative parent is huge as uint64
-                bad = parent[(parent < 0) | (parent >= beam)][0]
-                raise OpError(OP, "input 'parent_ids'", f"parent beam out of range at time {level + 1}",
-                              value=int(bad), allowed=f"[0, {beam - 1}]")
-            flat = parent + starts[level]                           # into the flattened [TIME, BATCH, BEAM]
-            out[level] = flat_steps.take(flat)
-            if level:
-                parent = flat_parents.take(flat)
-            continue
         active = level < lengths                                    # [BATCH, 1]
         source = np.where(level == lengths - 1, beams, parent)     # the last step reads the beam itself
         bad = active & ((source < 0) | (source >= beam))
         if bad.any():
-            raise OpError(OP, "input 'parent_ids'", f"parent beam out of range at time {level + 1}",
-                          value=int(source[bad][0]), allowed=f"[0, {beam - 1}]")
+            _raise_parent(level, source[bad][0], beam)
         source = np.where(active, source, 0)
         out[level] = np.where(active, step_ids[level, rows, source], out[level])
         if level:
-            read = (parents[level, rows, source] if parents is not None else
-                    _integral("parent_ids", parent_ids[level, rows, source]))
-            parent = np.where(active, read, parent)
+            parent = np.where(active, _integral("parent_ids", parent_ids[level, rows, source]), parent)
+
+
+def gather_tree(step_ids, parent_ids, max_seq_len, end_token):
+    step_ids, parent_ids, lengths, end_token = validate(step_ids, parent_ids, max_seq_len, end_token)
+    max_time = step_ids.shape[0]
+    lengths = np.minimum(lengths, max_time)[:, None]              # [BATCH, 1]
+    out = np.full(step_ids.shape, end_token, dtype=step_ids.dtype)
+    if not step_ids.size:
+        return out
+    if parent_ids.dtype.kind in "iu":
+        _trace_integer_parents(step_ids, _integral("parent_ids", parent_ids), lengths, out)
+    else:
+        _trace_stepwise(step_ids, parent_ids, lengths, out)
     finished = (out == end_token) & (np.arange(max_time)[:, None, None] < lengths[None])
     before = np.cumsum(finished, axis=0) - finished > 0             # an end_token at an earlier time
     out[before] = end_token
