@@ -46,6 +46,24 @@ def test_rotated_hull_areas_of_all_pairs_equal_the_one_pair_scan(seed, monkeypat
     assert 0 < len(one_pair) < len(points)
 
 
+@pytest.mark.parametrize("scale", [30, 1e4])
+def test_rotated_far_pairs_have_no_candidate_point(scale):
+    """Pairs _far skips (their IoU 0 without candidate points) have none indeed, parallel ones (one angle) are
+    never skipped, and at a small scale most pairs are far."""
+    r = np.random.default_rng(int(scale))
+    count = 60
+    boxes = np.concatenate([r.uniform(0, scale, (count, 2)), r.uniform(0.5, 12, (count, 2)),
+                            r.uniform(-3.2, 3.2, (count, 1))], -1).astype(np.float32)
+    boxes[: count // 3, 4] = boxes[0, 4]
+    corners = nms_rotated._vertices(boxes)
+    first, second = np.nonzero(~np.eye(count, dtype=bool))
+    far = nms_rotated._far(nms_rotated._geometry(corners), first, second)
+    _, there = nms_rotated._candidate_points(corners[first[far]], corners[second[far]])
+    assert not there.any()
+    assert not far[(first < count // 3) & (second < count // 3)].any()
+    assert far.mean() > (0.5 if scale == 30 else 0)
+
+
 @pytest.mark.parametrize("normalized", [0, 1])
 def test_x_sweep_finds_every_pair_overlapping_on_x(normalized):
     """Every pair whose float32 x overlap min(x2) - max(x1) + norm is > 0 is among the swept pairs."""

@@ -270,26 +270,65 @@ def _intersection(box1, box2):
     return _hull_area(_point_lists(points, there)[0])
 
 
-def _ious(corners, areas, first, second):
+#: A pair of boxes is far (_far: no candidate point, IoU 0 without computing them) when its corners' bounds are
+#: apart by FAR_GAP of its scale (extent plus largest |coordinate|), no edge is shorter than FAR_EDGE of it and
+#: no two edges are within FAR_TURN radians of parallel: then each edge crossing's parameters (float32) err by
+#: under ~2e-4 of the scale over the edge, and one of them lies outside [0, 1] by gap / 2 over the edge; the
+#: inside tests err by ~1e-6 of the scale.
+FAR_GAP, FAR_EDGE, FAR_TURN = 1e-3, 1e-3, 2e-2
+_QUARTER = np.pi / 2
+
+
+def _turn(a, b):
+    """Distance of angles a - b to the nearest multiple of pi / 2 (float64)."""
+    return np.abs(np.mod(a - b + _QUARTER / 2, _QUARTER) - _QUARTER / 2)
+
+
+def _geometry(corners):
+    """Per box of corners [M, 4, 2] (float32): corner bounds low, high [M, 2], shortest edge, the first edge's
+    angle and the largest turn of another edge from it (modulo pi / 2), finite (float64 but the flag)."""
+    edges = (np.roll(corners, -1, axis=1) - corners).astype(np.float64)        # the float32 edges the IoU uses
+    angles = np.arctan2(edges[..., 1], edges[..., 0])
+    with np.errstate(invalid="ignore"):
+        spread = _turn(angles, angles[:, :1]).max(1)
+    return (corners.min(1).astype(np.float64), corners.max(1).astype(np.float64),
+            np.hypot(edges[..., 0], edges[..., 1]).min(1), angles[:, 0], spread, np.isfinite(corners).all((1, 2)))
+
+
+def _far(geometry, first, second):
+    """Which pairs (first[k], second[k]) are far (FAR_GAP): their rotated IoU is 0."""
+    low, high, edge, angle, spread, finite = geometry
+    low1, high1, low2, high2 = low[first], high[first], low[second], high[second]
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.maximum(low2 - high1, low1 - high2).max(1)
+        scale = (np.maximum(high1, high2) - np.minimum(low1, low2)).sum(1) + np.maximum(
+            np.abs(np.minimum(low1, low2)), np.abs(np.maximum(high1, high2))).max(1)
+        square = _turn(angle[first], angle[second]) - spread[first] - spread[second]
+        return (finite[first] & finite[second] & (gap >= FAR_GAP * scale) & (square >= FAR_TURN)
+                & (np.minimum(edge[first], edge[second]) >= FAR_EDGE * scale))
+
+
+def _ious(corners, areas, geometry, first, second):
     """Rotated IoU of the box pairs (first[k], second[k]) (index arrays), as the reference: intersections
-    only where the pair has 3 candidate points or more (fewer: area 0, no hull)."""
-    points, there = _candidate_points(corners[first], corners[second])
+    only where the pair has 3 candidate points or more (fewer: area 0, no hull), none computed for far pairs."""
+    near = np.flatnonzero(~_far(geometry, first, second))
+    points, there = _candidate_points(corners[first[near]], corners[second[near]])
     inter = np.zeros(len(first), F)
-    hull = np.flatnonzero(there.sum(1) > 2)
-    inter[hull] = _hull_areas(points[hull], there[hull])
+    hull = there.sum(1) > 2
+    inter[near[hull]] = _hull_areas(points[hull], there[hull])
     area1, area2 = areas[first], areas[second]
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = inter / (area1 + area2 - inter)
     return np.where((area1 <= 0) | (area2 <= 0), F(0), iou)
 
 
-def _suppresses(corners, areas, iou_threshold):
+def _suppresses(corners, areas, geometry, iou_threshold):
     """greedy_nms's test: kept box k removes candidate c (a later box) when IoU(c, k) > iou_threshold."""
     def suppresses(kept, candidates):
         out = np.zeros((len(kept), len(candidates)), bool)
         k, c = np.nonzero(kept[:, None] < candidates[None, :])
         if k.size:
-            out[k, c] = _ious(corners, areas, candidates[c], kept[k]) > iou_threshold
+            out[k, c] = _ious(corners, areas, geometry, candidates[c], kept[k]) > iou_threshold
         return out
     return suppresses
 
@@ -308,11 +347,13 @@ def nms_rotated(boxes, scores, max_output_boxes_per_class, iou_threshold, score_
         rotated = boxes[n].copy()
         rotated[:, 4] = rotated[:, 4] * sign
         corners, areas = _vertices(rotated), rotated[:, 2] * rotated[:, 3]
+        geometry = _geometry(corners)
         for c in range(scores.shape[1]):
             s = scores[n, c]
             candidates = np.flatnonzero(s > score_t)
             order = candidates[np.lexsort((candidates, -s[candidates].astype(np.float64)))]
-            kept = order[greedy_nms(order.size, _suppresses(corners[order], areas[order], iou_t), limit)].tolist()
+            test = _suppresses(corners[order], areas[order], tuple(g[order] for g in geometry), iou_t)
+            kept = order[greedy_nms(order.size, test, limit)].tolist()
             kept_all += [(n, c, i, s[i]) for i in kept]
     if check.flag(OP, "sort_result_descending", sort_result_descending) and kept_all:
         n_, c_, i_, s_ = (np.array(v) for v in zip(*kept_all))
