@@ -175,6 +175,28 @@ def greedy_nms(count: int, suppresses, limit: int | None = None, block: int = 64
     return np.asarray(kept, np.int64)
 
 
+#: Rounding slack of the x sweep (x_sweep): relative to |x2| + norm (float32's rounding is 6e-8) and absolute.
+SWEEP_SLACK, SWEEP_FLOOR = 1e-5, 1e-30
+
+
+def x_sweep(boxes, norm: float):
+    """Pairs (a, b) of boxes [K, 4] (finite), each pair once, a superset of those whose x sides overlap by the
+    IoU's float32 test (min(x2) - max(x1) + norm > 0): by x1 ascending, b after a while x1[b] <= x2[a] + norm
+    + a slack above the test's two roundings. Returns (by x1, how many b follow each a)."""
+    by_x1 = np.argsort(boxes[:, 0], kind="stable")
+    x1, x2 = boxes[by_x1, 0].astype(np.float64), boxes[by_x1, 2].astype(np.float64)
+    reach = x2 + norm + SWEEP_SLACK * (np.abs(x2) + norm) + SWEEP_FLOOR
+    after = np.arange(1, len(x1) + 1)
+    return by_x1, np.maximum(np.searchsorted(x1, reach, side="right"), after) - after
+
+
+def swept_pairs(follow):
+    """The pairs (lead, trail) x_sweep found, as positions in its x1 order (lead first)."""
+    lead = np.repeat(np.arange(len(follow)), follow)
+    shift = np.cumsum(follow) - follow - np.arange(1, len(follow) + 1)       # trail = pair number - shift[lead]
+    return lead, np.arange(lead.size) - np.repeat(shift, follow)
+
+
 def same_type_arrays(op: str, named: tuple, types) -> list:
     """`named` ((input name, value), ...) as arrays: the first of one of `types`, the others of its element
     type."""

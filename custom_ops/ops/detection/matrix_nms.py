@@ -23,7 +23,7 @@ from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, Benchma
                              OpenVINO, OpSpec, Port)
 
 from .._libm import changes_with_c_libm, expf
-from ._common import index_pyop_casts, nms_case_inputs, nms_factory, nms_infer
+from ._common import index_pyop_casts, nms_case_inputs, nms_factory, nms_infer, swept_pairs, x_sweep
 
 OP = "MatrixNms"
 TYPES = (np.dtype(np.float32),)
@@ -38,41 +38,125 @@ def _area(b, normalized):
     return np.where((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1]), np.float32(0), area)
 
 
-def _iou_matrix(b, normalized):
-    """float32 IoU [K, K] of boxes b [K, 4] (the reference's operations, box1 = row)."""
-    one, two = b[:, None, :], b[None, :, :]
-    apart = (two[..., 0] > one[..., 2]) | (two[..., 2] < one[..., 0]) | (two[..., 1] > one[..., 3]) | \
+def _apart(one, two):
+    """Whether boxes one and two ([..., 4], broadcast) are apart (their IoU is 0), the reference's test."""
+    return (two[..., 0] > one[..., 2]) | (two[..., 2] < one[..., 0]) | (two[..., 1] > one[..., 3]) | \
         (two[..., 3] < one[..., 1])
+
+
+def _pair_iou(one, two, area1, area2, normalized):
+    """float32 IoU of boxes one and two ([..., 4], broadcast; areas area1, area2) not apart, the reference's
+    operations (box1 = one; the same bits either way round but the sign of a zero)."""
     norm = np.float32(0 if normalized else 1)
     inter = ((np.minimum(one[..., 2], two[..., 2]) - np.maximum(one[..., 0], two[..., 0]) + norm)
              * (np.minimum(one[..., 3], two[..., 3]) - np.maximum(one[..., 1], two[..., 1]) + norm))
+    return inter / (area1 + area2 - inter)
+
+
+def _iou_matrix(b, normalized):
+    """float32 IoU [K, K] of boxes b [K, 4] (the reference's operations, box1 = row)."""
+    one, two = b[:, None, :], b[None, :, :]
     area = _area(b, normalized)
-    iou = inter / (area[:, None] + area[None, :] - inter)
-    return np.where(apart, np.float32(0), iou)
+    return np.where(_apart(one, two), np.float32(0), _pair_iou(one, two, area[:, None], area[None, :], normalized))
 
 
-def _nms_class(boxes, scores, a):
-    """(kept box indices, decayed scores) of one class, in the reference's order."""
+def _class_order(scores, a):
+    """The candidates of one class: boxes with score > score_threshold by score descending (ties: lower box
+    index first), the first nms_top_k."""
     candidates = np.flatnonzero(scores > np.float32(a["score_threshold"]))
     order = candidates[np.lexsort((candidates, -scores[candidates].astype(np.float64)))]
-    if a["nms_top_k"] > -1:
-        order = order[:a["nms_top_k"]]
+    return order[:a["nms_top_k"]] if a["nms_top_k"] > -1 else order
+
+
+def _decay(iou, iou_max, a):
+    """The decay of a candidate by a higher-scored box: IoU iou between them, iou_max the higher one's."""
+    if a["decay_function"] == "gaussian":
+        return expf((iou_max * iou_max - iou * iou) * np.float32(a["gaussian_sigma"]))     # correctly rounded
+    return ((1.0 - iou.astype(np.float64))
+            / (1.0 - iou_max.astype(np.float64) + float(np.float32(1e-10)))).astype(np.float32)
+
+
+def _kept(order, min_decay, scores, a):
+    """(kept box indices, decayed scores) of a class's candidates `order` given each one's least decay."""
+    decayed = (min_decay * scores[order]).astype(np.float32)
+    decayed[0] = scores[order[0]]
+    keep = decayed > np.float32(a["post_threshold"])
+    return order[keep], decayed[keep]
+
+
+def _nms_class(boxes, scores, order, a):
+    """(kept box indices, decayed scores) of one class (candidates `order`), in the reference's order."""
     if not order.size:
         return order, np.zeros(0, np.float32)
     iou = _iou_matrix(boxes[order], a["normalized"])
     below = np.tril(np.ones((order.size, order.size), bool), -1)               # j < i
     iou_max = np.where(below, iou, np.float32(0)).max(axis=1)                   # iou_max[0] = 0
-    if a["decay_function"] == "gaussian":
-        argument = (iou_max[None, :] * iou_max[None, :] - iou * iou) * np.float32(a["gaussian_sigma"])
-        decay = expf(argument)                                                # correctly rounded
-    else:
-        decay = ((1.0 - iou.astype(np.float64))
-                 / (1.0 - iou_max[None, :].astype(np.float64) + float(np.float32(1e-10)))).astype(np.float32)
+    decay = _decay(iou, iou_max[None, :], a)
     min_decay = np.minimum(np.where(below, decay, np.float32(1)).min(axis=1), np.float32(1))
-    decayed = (min_decay * scores[order]).astype(np.float32)
-    decayed[0] = scores[order[0]]
-    keep = decayed > np.float32(a["post_threshold"])
-    return order[keep], decayed[keep]
+    return _kept(order, min_decay, scores, a)
+
+
+def _overlapping(boxes, orders, a):
+    """The pairs (first, second) of the classes' candidate boxes that are not apart, with their IoU where it is
+    not 0, or None where the dense matrices are less work (the x sweep finds more pairs than half the classes'
+    matrices) or a candidate is not finite."""
+    union = np.unique(np.concatenate(orders))
+    chosen = boxes[union]
+    if not np.isfinite(chosen).all():
+        return None
+    by_x1, follow = x_sweep(chosen, 0.0)          # apart on x unless x1 <= the other's x2: no rounding
+    if int(follow.sum()) > sum(o.size * o.size for o in orders) // 2:
+        return None
+    lead, trail = swept_pairs(follow)
+    y1, y2 = chosen[by_x1, 1], chosen[by_x1, 3]
+    close = ~((y1[trail] > y2[lead]) | (y2[trail] < y1[lead]))           # not apart on y (on x: swept)
+    first, second = by_x1[lead[close]], by_x1[trail[close]]
+    close = ~_apart(chosen[first], chosen[second])
+    first, second = first[close], second[close]
+    area = _area(chosen, a["normalized"])
+    iou = _pair_iou(chosen[first], chosen[second], area[first], area[second], a["normalized"])
+    nonzero = iou != 0
+    return union[first[nonzero]], union[second[nonzero]], iou[nonzero]
+
+
+def _sparse_classes(boxes, scores, orders, a) -> dict:
+    """{class: _nms_class's result} of the classes (orders: {class: candidates}, all non-empty) whose result
+    the non-zero IoUs give alone, all classes at once: a pair of IoU 0 decays a candidate by 1 / (1 - iou_max
+    + 1e-10) (linear) or exp(iou_max^2 sigma) (gaussian), never below 1 (the decay's cap) while iou_max is in
+    [0, 1] (checked per class; a NaN fails) and sigma >= 0. {} where _overlapping gives None."""
+    sigma = np.float32(a["gaussian_sigma"])
+    if a["decay_function"] == "gaussian" and not (np.isfinite(sigma) and sigma >= 0):
+        return {}
+    classes = list(orders)
+    pairs = _overlapping(boxes, [orders[c] for c in classes], a)
+    if pairs is None:
+        return {}
+    first, second, iou = pairs
+    width = max(orders[c].size for c in classes)
+    position = np.full((len(classes), len(boxes)), -1, np.int64)
+    for row, c in enumerate(classes):
+        position[row, orders[c]] = np.arange(orders[c].size)
+    in_class, pair = np.nonzero((position[:, first] >= 0) & (position[:, second] >= 0))
+    at_first, at_second = position[in_class, first[pair]], position[in_class, second[pair]]
+    lower, higher = np.maximum(at_first, at_second), np.minimum(at_first, at_second)    # candidate, decayer
+    iou = iou[pair]
+    iou_max = np.zeros(len(classes) * width, np.float32)
+    np.maximum.at(iou_max, in_class * width + lower, iou)
+    iou_max = iou_max.reshape(len(classes), width)
+    least = np.ones(len(classes) * width, np.float32)
+    np.minimum.at(least, in_class * width + lower, _decay(iou, iou_max[in_class, higher], a))
+    least = least.reshape(len(classes), width)
+    capped = ((iou_max >= 0) & (iou_max <= 1)).all(axis=1)
+    return {c: _kept(orders[c], least[row, :orders[c].size], scores[c], a)
+            for row, c in enumerate(classes) if capped[row]}
+
+
+def _image_classes(boxes, scores, classes, a) -> dict:
+    """{class: (kept box indices, decayed scores)} of one image's classes."""
+    orders = {c: _class_order(scores[c], a) for c in classes}
+    done = _sparse_classes(boxes, scores, {c: o for c, o in orders.items() if o.size}, a) \
+        if any(o.size for o in orders.values()) else {}
+    return {c: done[c] if c in done else _nms_class(boxes, scores[c], orders[c], a) for c in classes}
 
 
 def matrix_nms(boxes, scores, *, sort_result_type="none", sort_result_across_batch=0, output_type="i64",
@@ -101,15 +185,13 @@ def matrix_nms(boxes, scores, *, sort_result_type="none", sort_result_across_bat
     valid = np.zeros(batch, np.int64)
     with np.errstate(all="ignore"):
         for image in range(batch):
-            kept = []
-            for c in range(classes):
-                if c == int(background_class):
-                    continue
-                indices, decayed = _nms_class(boxes[image], scores[image, c], a)
-                kept += [(c, int(i), s) for i, s in zip(indices, decayed)]
-            if not kept:
+            taken = [c for c in range(classes) if c != int(background_class)]
+            results = _image_classes(boxes[image], scores[image], taken, a)
+            cls = np.concatenate([np.full(results[c][0].size, c, np.int64) for c in taken] or [np.zeros(0, np.int64)])
+            if not cls.size:
                 continue
-            cls, idx, sc = (np.array(v) for v in zip(*kept))
+            idx = np.concatenate([results[c][0] for c in taken]).astype(np.int64)
+            sc = np.concatenate([results[c][1] for c in taken]).astype(np.float32)
             order = np.lexsort((idx, cls, -sc.astype(np.float64)))
             if int(keep_top_k) > -1:
                 order = order[:int(keep_top_k)]

@@ -25,7 +25,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import greedy_nms, index_pyop_casts, nms_case_inputs, nms_factory, nms_infer
+from ._common import greedy_nms, index_pyop_casts, nms_case_inputs, nms_factory, nms_infer, swept_pairs, x_sweep
 
 OP = "MulticlassNms"
 TYPES = FLOAT_TYPES[:3]          # float16, bfloat16, float32: OpenVINO refuses float64 boxes and scores
@@ -47,16 +47,23 @@ def _iou(box, kept, normalized):
     return np.where((area_i <= 0) | (area_j <= 0), np.float32(0), iou)
 
 
-def _nms_class(boxes, scores, a):
-    """Kept box indices of one class, in selection order."""
+def _class_order(scores, a):
+    """The candidates of one class: boxes with score >= score_threshold by score descending (ties: lower box
+    index first), the first nms_top_k."""
     candidates = np.flatnonzero(scores >= np.float32(a["score_threshold"]))
     order = candidates[np.lexsort((candidates, -scores[candidates].astype(np.float64)))]
-    if a["nms_top_k"] > -1:
-        order = order[:a["nms_top_k"]]
+    return order[:a["nms_top_k"]] if a["nms_top_k"] > -1 else order
+
+
+def _nms_class(boxes, scores, order, a, pairs=None):
+    """Kept box indices of one class (candidates `order`), in selection order; `pairs`: the image's pairs of
+    boxes whose IoU reaches the threshold (_suppressing_pairs), when known."""
     threshold = np.float32(a["iou_threshold"])
     eta, score_threshold = np.float32(a["nms_eta"]), np.float32(a["score_threshold"])
     if not (eta < 1 and threshold > 0.5) and (scores[order] > score_threshold).all():
         # a fixed threshold and no candidate at the score threshold: plain greedy NMS, vectorised
+        if pairs is not None:
+            return order[_greedy_by_pairs(order, pairs, len(boxes))].tolist()
         box = boxes[order]
         return order[greedy_nms(order.size, lambda k, c: _iou(box[c][None], box[k][:, None], a["normalized"])
                                 >= threshold)].tolist()
@@ -72,6 +79,54 @@ def _nms_class(boxes, scores, a):
             threshold = np.float32(threshold * eta)
         kept.append(int(index))
     return kept
+
+
+def _greedy_by_pairs(order, pairs, count):
+    """Greedy NMS of the candidates `order` (box indices) given every suppressing pair of boxes (first, second;
+    IoU symmetric): the positions kept. An edge from an earlier to a later candidate removes the later one
+    when the earlier one is kept; taken by earlier position, each candidate's fate is settled before its
+    edges are read."""
+    position = np.full(count, -1, np.int64)
+    position[order] = np.arange(order.size)
+    first, second = position[pairs[0]], position[pairs[1]]
+    both = (first >= 0) & (second >= 0)
+    early, late = np.minimum(first[both], second[both]), np.maximum(first[both], second[both])
+    by_early = np.argsort(early, kind="stable")
+    removed = [False] * order.size
+    for src, dst in zip(early[by_early].tolist(), late[by_early].tolist()):
+        if not removed[src]:
+            removed[dst] = True
+    return np.flatnonzero(~np.array(removed, bool))
+
+
+def _suppressing_pairs(boxes, by_x1, follow, a):
+    """The pairs (first, second) of the swept boxes whose IoU (_iou) is >= the iou_threshold (> 0, so only
+    boxes overlapping on y too: that test first, on the y sides in x1 order)."""
+    lead, trail = swept_pairs(follow)
+    norm = np.float32(0 if a["normalized"] else 1)
+    y1, y2 = boxes[by_x1, 1], boxes[by_x1, 3]
+    overlap_y = np.minimum(y2[lead], y2[trail]) - np.maximum(y1[lead], y1[trail]) + norm > 0
+    first, second = by_x1[lead[overlap_y]], by_x1[trail[overlap_y]]
+    hit = _iou(boxes[first], boxes[second], a["normalized"]) >= np.float32(a["iou_threshold"])
+    return first[hit], second[hit]
+
+
+def _image_pairs(boxes, orders, a):
+    """The suppressing pairs among the candidates of all classes of one image (shared boxes), in the image's box
+    indices, or None where the per-class blocks are used: a threshold that changes (nms_eta) or is not
+    positive, a non-finite candidate, or more swept pairs than the classes' candidate pairs."""
+    threshold = np.float32(a["iou_threshold"])
+    if not threshold > 0 or (np.float32(a["nms_eta"]) < 1 and threshold > 0.5) or not orders:
+        return None
+    union = np.unique(np.concatenate(orders))
+    chosen = boxes[union]
+    if not np.isfinite(chosen).all():
+        return None
+    by_x1, follow = x_sweep(chosen, 0.0 if a["normalized"] else 1.0)
+    if int(follow.sum()) > sum(o.size * (o.size - 1) // 2 for o in orders):
+        return None
+    first, second = _suppressing_pairs(chosen, by_x1, follow, a)
+    return union[first], union[second]
 
 
 def _check_inputs(boxes, scores, roisnum):
@@ -126,28 +181,28 @@ def multiclass_nms(boxes, scores, roisnum=None, *, sort_result_type="none", sort
         for image in range(batch):
             if not shared and counts[image] <= 0:
                 continue
-            kept = []
-            for c in range(classes):
-                if c == int(background_class):
-                    continue
-                if shared:
-                    class_boxes, class_scores = b32[image], s32[image, c]
-                else:
-                    window = slice(starts[image], starts[image] + counts[image])
-                    class_boxes, class_scores = b32[c, window], s32[c, window]
-                for i in _nms_class(class_boxes, class_scores, a):
-                    flat = image * boxes.shape[1] + i if shared else (starts[image] + i) * classes + c
-                    kept.append((c, i, class_scores[i], flat, class_boxes[i]))
-            if not kept:
+            window = slice(None) if shared else slice(starts[image], starts[image] + counts[image])
+            taken = [c for c in range(classes) if c != int(background_class)]
+            class_boxes = {c: b32[image] if shared else b32[c, window] for c in taken}
+            class_scores = {c: s32[image, c] if shared else s32[c, window] for c in taken}
+            orders = {c: _class_order(class_scores[c], a) for c in taken}
+            pairs = _image_pairs(b32[image], list(orders.values()), a) if shared else None
+            ids = {c: np.asarray(_nms_class(class_boxes[c], class_scores[c], orders[c], a, pairs), np.int64)
+                   for c in taken}
+            if not any(i.size for i in ids.values()):
                 continue
-            cls, idx, sc = (np.array([k[n] for k in kept]) for n in range(3))
+            cls = np.concatenate([np.full(ids[c].size, c, np.int64) for c in taken])
+            idx = np.concatenate([ids[c] for c in taken])
+            sc = np.concatenate([class_scores[c][ids[c]] for c in taken])
+            kept_boxes = np.concatenate([class_boxes[c][ids[c]] for c in taken])
+            flat = image * boxes.shape[1] + idx if shared else (starts[image] + idx) * classes + cls
             order = np.lexsort((idx, cls, -sc.astype(np.float64)))
             if int(keep_top_k) > -1:
                 order = order[:int(keep_top_k)]
             if not across and sort == "classid":
                 order = order[np.lexsort((idx[order], -sc[order].astype(np.float64), cls[order]))]
             valid[image] = len(order)
-            rows += [(image, int(cls[o]), int(idx[o]), sc[o], kept[o][3], kept[o][4]) for o in order]
+            rows += [(image, int(cls[o]), int(idx[o]), sc[o], flat[o], kept_boxes[o]) for o in order]
     if across and rows:
         image, cls, idx, sc = (np.array([r[n] for r in rows]) for n in range(4))
         negative = -sc.astype(np.float64)

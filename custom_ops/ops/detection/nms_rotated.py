@@ -130,10 +130,11 @@ _TIE, _NEAR = float(F(1e-6)), float(F(1e-8))     # the reference's float32 thres
 
 def _hull_areas(points, there):
     """_hull_area of each pair's candidate points (points [P, 24, 2], which are there [P, 24]; 3 or more each),
-    the same float32 operations: the points shifted to their start (lowest, then leftmost, first) and their
-    crosses and squared lengths computed for all pairs at once (the sort and the area's fan read them, the
-    fan's apex being the start, (0, 0) after the shift); only the scan's other crosses one at a time. Pairs
-    with a non-finite point go through _hull_area."""
+    the same float32 operations: the points shifted to their start (lowest, then leftmost, first), their
+    crosses and squared lengths computed for all pairs at once, and the Graham scan run for all pairs at once
+    (_scan_all) where the sort's comparator is a strict total order on the pair's points (then every sort gives
+    the same order: the rank of a point is how many points come before it); otherwise _scan, the reference's
+    sort, one pair at a time. Pairs with a non-finite point go through _hull_area."""
     areas = np.zeros(len(points), F)
     finite = np.isfinite(np.where(there[..., None], points, F(0))).all(axis=(1, 2))
     for p in np.flatnonzero(~finite):
@@ -155,11 +156,77 @@ def _hull_areas(points, there):
     q = pts - pts[rows, start][:, None, :]
     q[rows, 0], q[rows, start] = q[rows, start], q[rows, 0].copy()
     qx, qy = q[..., 0], q[..., 1]
-    crosses = (qx[:, :, None] * qy[:, None, :] - qx[:, None, :] * qy[:, :, None]).tolist()   # _cross(q[i], q[j])
-    dists = (qx * qx + qy * qy).tolist()
-    out = [_scan(crosses[k], dists[k], qx[k], qy[k], int(counts[k])) for k in range(len(pts))]
+    crosses = qx[:, :, None] * qy[:, None, :] - qx[:, None, :] * qy[:, :, None]   # _cross(q[i], q[j])
+    dists = qx * qx + qy * qy
+    ranked, total = _ranking(crosses, dists, counts)
+    out = np.zeros(len(pts), F)
+    out[total] = _scan_all(qx[total], qy[total], ranked[total], dists[total], counts[total])
+    for k in np.flatnonzero(~total):
+        out[k] = _scan(crosses[k].tolist(), dists[k].tolist(), qx[k], qy[k], int(counts[k]))
     areas[finite] = out
     return areas
+
+
+def _ranking(crosses, dists, counts):
+    """The order _scan's sort gives points 1..count-1 of each pair ([P, W]: position -> point; position 0 the
+    start), and whether it is certain ([P]): the comparator gives -1 or 1 (never 0) and opposite answers for
+    swapped points, and the numbers of points before each point are all distinct (a tournament with distinct
+    scores is transitive, so the comparator is a strict total order there)."""
+    pairs, width = dists.shape
+    index = np.arange(width)
+    others = (index[None, :] >= 1) & (index[None, :] < counts[:, None])
+    tie = np.abs(crosses) < F(_TIE)
+    da, db = dists[:, :, None], dists[:, None, :]
+    before = np.where(tie, da < db, crosses > 0)                  # order(a, b) == -1
+    after = np.where(tie, db < da, ~(crosses > 0))                # order(a, b) == 1
+    both = others[:, :, None] & others[:, None, :] & (index[:, None] != index[None, :])
+    consistent = ((before | after) & (before == after.transpose(0, 2, 1)) | ~both).all(axis=(1, 2))
+    rank = (before & both).sum(axis=1)                            # points before each point
+    spread = np.sort(np.where(others, rank, width), axis=1)[:, :width - 1]
+    distinct = ((spread == index[None, :width - 1]) | (index[None, :width - 1] >= counts[:, None] - 1)).all(1)
+    ranked = np.zeros((pairs, width), np.int64)
+    p, point = np.nonzero(others)
+    ranked[p, np.minimum(rank[p, point] + 1, width - 1)] = point
+    return ranked, consistent & distinct
+
+
+def _turns(qx, qy, rows, i, s1, s2):
+    """_cross(q[i] - q[s2], q[s1] - q[s2]) of the rows (float32; q[0] = (0, 0), so s2 = 0 is the table's cross)."""
+    ax, ay = qx[rows, i] - qx[rows, s2], qy[rows, i] - qy[rows, s2]
+    bx, by = qx[rows, s1] - qx[rows, s2], qy[rows, s1] - qy[rows, s2]
+    return ax * by - bx * ay
+
+
+def _scan_all(qx, qy, ranked, dists, counts):
+    """_scan of every pair at once on its certain order `ranked`: a step per sorted position, the stack's pops
+    repeated while any pair still pops; the fan area summed in the same order (float32)."""
+    pairs, width = qx.shape
+    rows, index = np.arange(pairs), np.arange(width)
+    near = (np.take_along_axis(dists, ranked, 1) > F(_NEAR)) & (index >= 1) & (index[None, :] < counts[:, None])
+    has, k = near.any(1), np.argmax(near, axis=1)
+    stack = np.zeros((pairs, width + 1), np.int64)
+    stack[:, 1] = ranked[rows, k]
+    size = np.full(pairs, 2)
+    for t in range(2, width):
+        active = has & (t > k) & (t < counts)
+        if not active.any():
+            continue
+        i = ranked[:, t]
+        popping = np.flatnonzero(active)
+        while popping.size:
+            popping = popping[size[popping] > 1]
+            turn = _turns(qx, qy, popping, i[popping], stack[popping, size[popping] - 1],
+                          stack[popping, size[popping] - 2])
+            popping = popping[turn >= 0]               # NaN stops the popping, as the reference
+            size[popping] -= 1
+        stack[active, size[active]] = i[active]
+        size[active] += 1
+    area = np.zeros(pairs, F)
+    for j in range(1, width - 1):
+        a, b = stack[:, j], stack[:, j + 1]
+        term = np.abs(qx[rows, a] * qy[rows, b] - qx[rows, b] * qy[rows, a])
+        area = np.where(j < size - 1, area + term, area)
+    return np.where(has & (size > 2), area / F(2), F(0))
 
 
 def _scan(cross, dist, qx, qy, count):
@@ -203,26 +270,65 @@ def _intersection(box1, box2):
     return _hull_area(_point_lists(points, there)[0])
 
 
-def _ious(corners, areas, first, second):
+#: A pair of boxes is far (_far: no candidate point, IoU 0 without computing them) when its corners' bounds are
+#: apart by FAR_GAP of its scale (extent plus largest |coordinate|), no edge is shorter than FAR_EDGE of it and
+#: no two edges are within FAR_TURN radians of parallel: then each edge crossing's parameters (float32) err by
+#: under ~2e-4 of the scale over the edge, and one of them lies outside [0, 1] by gap / 2 over the edge; the
+#: inside tests err by ~1e-6 of the scale.
+FAR_GAP, FAR_EDGE, FAR_TURN = 1e-3, 1e-3, 2e-2
+_QUARTER = np.pi / 2
+
+
+def _turn(a, b):
+    """Distance of angles a - b to the nearest multiple of pi / 2 (float64)."""
+    return np.abs(np.mod(a - b + _QUARTER / 2, _QUARTER) - _QUARTER / 2)
+
+
+def _geometry(corners):
+    """Per box of corners [M, 4, 2] (float32): corner bounds low, high [M, 2], shortest edge, the first edge's
+    angle and the largest turn of another edge from it (modulo pi / 2), finite (float64 but the flag)."""
+    edges = (np.roll(corners, -1, axis=1) - corners).astype(np.float64)        # the float32 edges the IoU uses
+    angles = np.arctan2(edges[..., 1], edges[..., 0])
+    with np.errstate(invalid="ignore"):
+        spread = _turn(angles, angles[:, :1]).max(1)
+    return (corners.min(1).astype(np.float64), corners.max(1).astype(np.float64),
+            np.hypot(edges[..., 0], edges[..., 1]).min(1), angles[:, 0], spread, np.isfinite(corners).all((1, 2)))
+
+
+def _far(geometry, first, second):
+    """Which pairs (first[k], second[k]) are far (FAR_GAP): their rotated IoU is 0."""
+    low, high, edge, angle, spread, finite = geometry
+    low1, high1, low2, high2 = low[first], high[first], low[second], high[second]
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.maximum(low2 - high1, low1 - high2).max(1)
+        scale = (np.maximum(high1, high2) - np.minimum(low1, low2)).sum(1) + np.maximum(
+            np.abs(np.minimum(low1, low2)), np.abs(np.maximum(high1, high2))).max(1)
+        square = _turn(angle[first], angle[second]) - spread[first] - spread[second]
+        return (finite[first] & finite[second] & (gap >= FAR_GAP * scale) & (square >= FAR_TURN)
+                & (np.minimum(edge[first], edge[second]) >= FAR_EDGE * scale))
+
+
+def _ious(corners, areas, geometry, first, second):
     """Rotated IoU of the box pairs (first[k], second[k]) (index arrays), as the reference: intersections
-    only where the pair has 3 candidate points or more (fewer: area 0, no hull)."""
-    points, there = _candidate_points(corners[first], corners[second])
+    only where the pair has 3 candidate points or more (fewer: area 0, no hull), none computed for far pairs."""
+    near = np.flatnonzero(~_far(geometry, first, second))
+    points, there = _candidate_points(corners[first[near]], corners[second[near]])
     inter = np.zeros(len(first), F)
-    hull = np.flatnonzero(there.sum(1) > 2)
-    inter[hull] = _hull_areas(points[hull], there[hull])
+    hull = there.sum(1) > 2
+    inter[near[hull]] = _hull_areas(points[hull], there[hull])
     area1, area2 = areas[first], areas[second]
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = inter / (area1 + area2 - inter)
     return np.where((area1 <= 0) | (area2 <= 0), F(0), iou)
 
 
-def _suppresses(corners, areas, iou_threshold):
+def _suppresses(corners, areas, geometry, iou_threshold):
     """greedy_nms's test: kept box k removes candidate c (a later box) when IoU(c, k) > iou_threshold."""
     def suppresses(kept, candidates):
         out = np.zeros((len(kept), len(candidates)), bool)
         k, c = np.nonzero(kept[:, None] < candidates[None, :])
         if k.size:
-            out[k, c] = _ious(corners, areas, candidates[c], kept[k]) > iou_threshold
+            out[k, c] = _ious(corners, areas, geometry, candidates[c], kept[k]) > iou_threshold
         return out
     return suppresses
 
@@ -241,11 +347,13 @@ def nms_rotated(boxes, scores, max_output_boxes_per_class, iou_threshold, score_
         rotated = boxes[n].copy()
         rotated[:, 4] = rotated[:, 4] * sign
         corners, areas = _vertices(rotated), rotated[:, 2] * rotated[:, 3]
+        geometry = _geometry(corners)
         for c in range(scores.shape[1]):
             s = scores[n, c]
             candidates = np.flatnonzero(s > score_t)
             order = candidates[np.lexsort((candidates, -s[candidates].astype(np.float64)))]
-            kept = order[greedy_nms(order.size, _suppresses(corners[order], areas[order], iou_t), limit)].tolist()
+            test = _suppresses(corners[order], areas[order], tuple(g[order] for g in geometry), iou_t)
+            kept = order[greedy_nms(order.size, test, limit)].tolist()
             kept_all += [(n, c, i, s[i]) for i in kept]
     if check.flag(OP, "sort_result_descending", sort_result_descending) and kept_all:
         n_, c_, i_, s_ = (np.array(v) for v in zip(*kept_all))

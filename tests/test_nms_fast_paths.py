@@ -1,0 +1,112 @@
+"""The NMS kernels' fast paths give the bytes of their plain forms (custom_ops/ops/detection): NMSRotated's
+Graham scan of all pairs at once against the one-pair scan, MulticlassNms's suppressing pairs from the x
+sweep against the per-class blocks, MatrixNms's decays from the non-zero IoUs against the dense matrices."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from custom_ops.ops.detection import _common, matrix_nms, multiclass_nms, nms_rotated
+
+
+def _axis_boxes(seed: int, count: int) -> np.ndarray:
+    """Boxes [count, 4] (float32) in a 100 x 100 image: some integer-cornered, repeated or flipped."""
+    r = np.random.default_rng(seed)
+    corner = r.uniform(0, 90, (count, 2))
+    boxes = np.concatenate([corner, corner + r.uniform(0, 25, (count, 2))], -1)
+    boxes[: count // 4] = np.round(boxes[: count // 4])
+    boxes[count // 4: count // 3] = boxes[: count // 3 - count // 4]
+    boxes[-3:, [0, 2]] = boxes[-3:, [2, 0]]
+    return boxes.astype(np.float32)
+
+
+def _equal(a, b) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rotated_hull_areas_of_all_pairs_equal_the_one_pair_scan(seed, monkeypatch):
+    """Rotated boxes (random angles or multiples of 45 degrees, some repeated: comparator ties, the one-pair
+    fallback): _hull_areas equals _hull_area pair by pair, and both of its paths ran."""
+    r = np.random.default_rng(seed)
+    count = 40
+    angles = r.choice([0, np.pi / 4, np.pi / 2], (count, 1)) if seed % 2 else r.uniform(-3.2, 3.2, (count, 1))
+    boxes = np.concatenate([r.uniform(0, 30, (count, 2)), r.uniform(1, 12, (count, 2)), angles], -1)
+    boxes[count // 2:] = boxes[: count // 2]
+    corners = nms_rotated._vertices(boxes.astype(np.float32))
+    first, second = np.nonzero(np.ones((count, count), bool))
+    points, there = nms_rotated._candidate_points(corners[first], corners[second])
+    hull = there.sum(1) > 2
+    points, there = points[hull], there[hull]
+    one_pair = []
+    monkeypatch.setattr(nms_rotated, "_scan", lambda *args, scan=nms_rotated._scan: one_pair.append(1) or scan(*args))
+    areas = nms_rotated._hull_areas(points, there)
+    expected = np.array([nms_rotated._hull_area([(x, y) for x, y in p[t]]) for p, t in zip(points, there)], np.float32)
+    assert _equal(areas, expected)
+    assert 0 < len(one_pair) < len(points)
+
+
+@pytest.mark.parametrize("scale", [30, 1e4])
+def test_rotated_far_pairs_have_no_candidate_point(scale):
+    """Pairs _far skips (their IoU 0 without candidate points) have none indeed, parallel ones (one angle) are
+    never skipped, and at a small scale most pairs are far."""
+    r = np.random.default_rng(int(scale))
+    count = 60
+    boxes = np.concatenate([r.uniform(0, scale, (count, 2)), r.uniform(0.5, 12, (count, 2)),
+                            r.uniform(-3.2, 3.2, (count, 1))], -1).astype(np.float32)
+    boxes[: count // 3, 4] = boxes[0, 4]
+    corners = nms_rotated._vertices(boxes)
+    first, second = np.nonzero(~np.eye(count, dtype=bool))
+    far = nms_rotated._far(nms_rotated._geometry(corners), first, second)
+    _, there = nms_rotated._candidate_points(corners[first[far]], corners[second[far]])
+    assert not there.any()
+    assert not far[(first < count // 3) & (second < count // 3)].any()
+    assert far.mean() > (0.5 if scale == 30 else 0)
+
+
+@pytest.mark.parametrize("normalized", [0, 1])
+def test_x_sweep_finds_every_pair_overlapping_on_x(normalized):
+    """Every pair whose float32 x overlap min(x2) - max(x1) + norm is > 0 is among the swept pairs."""
+    boxes = _axis_boxes(normalized, 300)
+    norm = np.float32(0 if normalized else 1)
+    by_x1, follow = _common.x_sweep(boxes, float(norm))
+    lead, trail = _common.swept_pairs(follow)
+    swept = {frozenset(p) for p in zip(by_x1[lead].tolist(), by_x1[trail].tolist())}
+    one, two = boxes[:, None], boxes[None, :]
+    overlap = np.minimum(one[..., 2], two[..., 2]) - np.maximum(one[..., 0], two[..., 0]) + norm > 0
+    wanted = {frozenset((a, b)) for a, b in zip(*np.nonzero(np.triu(overlap, 1)))}
+    assert wanted and wanted <= swept and len(swept) < 300 * 299 // 2
+
+
+@pytest.mark.parametrize("normalized", [0, 1])
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 1e-6])
+def test_multiclass_suppressing_pairs_equal_the_per_class_blocks(normalized, threshold):
+    boxes = _axis_boxes(3, 400)
+    r = np.random.default_rng(4)
+    a = {"iou_threshold": threshold, "score_threshold": 0.1, "nms_top_k": 150, "nms_eta": 1.0,
+         "normalized": normalized}
+    scores = [r.random(400).astype(np.float32) for _ in range(5)]
+    orders = [multiclass_nms._class_order(s, a) for s in scores]
+    pairs = multiclass_nms._image_pairs(boxes, orders, a)
+    assert pairs is not None and pairs[0].size
+    for s, order in zip(scores, orders):
+        assert multiclass_nms._nms_class(boxes, s, order, a, pairs) == multiclass_nms._nms_class(boxes, s, order, a)
+
+
+@pytest.mark.parametrize("decay", ["linear", "gaussian"])
+@pytest.mark.parametrize("normalized", [0, 1])
+def test_matrix_decays_from_nonzero_ious_equal_the_dense_matrices(decay, normalized):
+    boxes = _axis_boxes(5, 400)
+    r = np.random.default_rng(6)
+    scores = np.round(r.random((5, 400)) * 50).astype(np.float32) / np.float32(50)      # ties
+    a = {"score_threshold": 0.05, "nms_top_k": 150, "decay_function": decay, "gaussian_sigma": 2.0,
+         "post_threshold": 0.05, "normalized": normalized}
+    orders = {c: matrix_nms._class_order(scores[c], a) for c in range(5)}
+    with np.errstate(all="ignore"):
+        sparse = matrix_nms._sparse_classes(boxes, scores, orders, a)
+        dense = {c: matrix_nms._nms_class(boxes, scores[c], order, a) for c, order in orders.items()}
+        mixed = matrix_nms._image_classes(boxes, scores, list(orders), a)
+    assert len(sparse) >= 3                       # a class whose iou_max leaves [0, 1] (NaN) stays dense
+    for c in orders:
+        assert all(_equal(x, y) for x, y in zip(mixed[c], dense[c]))
+        assert c not in sparse or all(_equal(x, y) for x, y in zip(sparse[c], dense[c]))
