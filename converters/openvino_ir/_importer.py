@@ -64,7 +64,8 @@ class _Shared:
         self.frames: dict[str, list | str] = {}  # 5-D value -> its frames as 4-D values, in order, or (a clip of
         # one) one 4-D value holding them as its batch (rules/conv.py)
         self.clip_shapes: dict[str, tuple] = {}  # data of a quantized 3-D convolution -> its shape (rules/conv.py)
-        self.packed: dict[str, tuple] = {}  # 4-bit weight Constant -> its MatMulNBits inputs (rules/quantization/compressed_weights.py)
+        # 4-bit weight Constant -> its MatMulNBits inputs (rules/quantization/compressed_weights.py)
+        self.packed: dict[str, tuple] = {}
         self.opset_of: dict[str, int] = {}  # output of a node needing a newer default-domain opset -> it
         self.unread_limits: dict[str, object] = {}  # FakeQuantize limit Constants not yet emitted (_limits_only)
 
