@@ -134,14 +134,6 @@ def log1pf(x) -> np.ndarray:
     return c_log1pf(x) if _c() else log1p_f32(x)
 
 
-def log1pf_expf(x) -> np.ndarray:
-    """log1pf(expf(x)), both roundings to float32 kept, in fewer numpy calls (a hot loop's)."""
-    if _c():
-        return c_log1pf(c_expf(x))
-    with np.errstate(all="ignore"):
-        return np.log1p(np.exp(np.asarray(x, F32).astype(np.float64)).astype(F32).astype(np.float64)).astype(F32)
-
-
 def log(x) -> np.ndarray:
     """The kernels' log of doubles: log_f64 (the contract), c_log within c_libm()."""
     return c_log(x) if _c() else log_f64(x)
