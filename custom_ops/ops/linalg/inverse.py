@@ -15,7 +15,7 @@ import numpy as np
 from custom_ops import _checks as check
 from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
-from custom_ops.ops.sequence._ctc import first_max
+from custom_ops.ops._argmax import first_max
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port, expected_shape_of, same_as_input)
 

@@ -14,8 +14,9 @@ from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpSpec,
                              OpenVINO, Port)
+from custom_ops.ops._argmax import first_max
 
-from ._ctc import collapse, first_max
+from ._ctc import collapse
 
 OP = "CTCGreedyDecoder"
 TYPES = FLOAT_TYPES

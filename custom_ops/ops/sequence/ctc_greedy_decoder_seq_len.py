@@ -16,8 +16,9 @@ from custom_ops._types import FLOAT_TYPES
 from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, OpSpec,
                              OpenVINO, Port)
+from custom_ops.ops._argmax import first_max
 
-from ._ctc import collapse, first_max
+from ._ctc import collapse
 
 OP = "CTCGreedyDecoderSeqLen"
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
