@@ -197,6 +197,22 @@ def swept_pairs(follow):
     return lead, np.arange(lead.size) - np.repeat(shift, follow)
 
 
+def swept_candidates(boxes, orders, norm: float, most_pairs: int):
+    """The candidates of all classes of one image (`orders`: each class's box indices) swept along x
+    (x_sweep with `norm`): (their box indices, their boxes, the swept pairs as positions in those boxes: lead
+    first), or None where a candidate is not finite or the sweep finds more than `most_pairs` pairs (then the
+    per-class form is less work)."""
+    union = np.unique(np.concatenate(orders))
+    chosen = boxes[union]
+    if not np.isfinite(chosen).all():
+        return None
+    by_x1, follow = x_sweep(chosen, norm)
+    if int(follow.sum()) > most_pairs:
+        return None
+    lead, trail = swept_pairs(follow)
+    return union, chosen, by_x1[lead], by_x1[trail]
+
+
 def same_type_arrays(op: str, named: tuple, types) -> list:
     """`named` ((input name, value), ...) as arrays: the first of one of `types`, the others of its element
     type."""

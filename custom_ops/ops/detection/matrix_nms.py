@@ -23,7 +23,7 @@ from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, Benchma
                              OpenVINO, OpSpec, Port)
 
 from .._libm import changes_with_c_libm, expf
-from ._common import index_pyop_casts, nms_case_inputs, nms_factory, nms_infer, swept_pairs, x_sweep
+from ._common import index_pyop_casts, nms_case_inputs, nms_factory, nms_infer, swept_candidates
 
 OP = "MatrixNms"
 TYPES = (np.dtype(np.float32),)
@@ -100,17 +100,13 @@ def _overlapping(boxes, orders, a):
     """The pairs (first, second) of the classes' candidate boxes that are not apart, with their IoU where it is
     not 0, or None where the dense matrices are less work (the x sweep finds more pairs than half the classes'
     matrices) or a candidate is not finite."""
-    union = np.unique(np.concatenate(orders))
-    chosen = boxes[union]
-    if not np.isfinite(chosen).all():
+    # apart on x unless x1 <= the other's x2: no rounding
+    found = swept_candidates(boxes, orders, 0.0, sum(o.size * o.size for o in orders) // 2)
+    if found is None:
         return None
-    by_x1, follow = x_sweep(chosen, 0.0)          # apart on x unless x1 <= the other's x2: no rounding
-    if int(follow.sum()) > sum(o.size * o.size for o in orders) // 2:
-        return None
-    lead, trail = swept_pairs(follow)
-    y1, y2 = chosen[by_x1, 1], chosen[by_x1, 3]
-    close = ~((y1[trail] > y2[lead]) | (y2[trail] < y1[lead]))           # not apart on y (on x: swept)
-    first, second = by_x1[lead[close]], by_x1[trail[close]]
+    union, chosen, first, second = found
+    close = ~((chosen[second, 1] > chosen[first, 3]) | (chosen[second, 3] < chosen[first, 1]))  # not apart on y
+    first, second = first[close], second[close]
     close = ~_apart(chosen[first], chosen[second])
     first, second = first[close], second[close]
     area = _area(chosen, a["normalized"])

@@ -25,7 +25,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import greedy_nms, index_pyop_casts, nms_case_inputs, nms_factory, nms_infer, swept_pairs, x_sweep
+from ._common import greedy_nms, index_pyop_casts, nms_case_inputs, nms_factory, nms_infer, swept_candidates
 
 OP = "MulticlassNms"
 TYPES = FLOAT_TYPES[:3]          # float16, bfloat16, float32: OpenVINO refuses float64 boxes and scores
@@ -99,14 +99,13 @@ def _greedy_by_pairs(order, pairs, count):
     return np.flatnonzero(~np.array(removed, bool))
 
 
-def _suppressing_pairs(boxes, by_x1, follow, a):
-    """The pairs (first, second) of the swept boxes whose IoU (_iou) is >= the iou_threshold (> 0, so only
-    boxes overlapping on y too: that test first, on the y sides in x1 order)."""
-    lead, trail = swept_pairs(follow)
+def _suppressing_pairs(boxes, first, second, a):
+    """Of the swept pairs (first, second: positions in `boxes`), those whose IoU (_iou) is >= the iou_threshold
+    (> 0, so only boxes overlapping on y too: that test first)."""
     norm = np.float32(0 if a["normalized"] else 1)
-    y1, y2 = boxes[by_x1, 1], boxes[by_x1, 3]
-    overlap_y = np.minimum(y2[lead], y2[trail]) - np.maximum(y1[lead], y1[trail]) + norm > 0
-    first, second = by_x1[lead[overlap_y]], by_x1[trail[overlap_y]]
+    overlap_y = np.minimum(boxes[first, 3], boxes[second, 3]) - np.maximum(boxes[first, 1], boxes[second, 1]) \
+        + norm > 0
+    first, second = first[overlap_y], second[overlap_y]
     hit = _iou(boxes[first], boxes[second], a["normalized"]) >= np.float32(a["iou_threshold"])
     return first[hit], second[hit]
 
@@ -118,14 +117,12 @@ def _image_pairs(boxes, orders, a):
     threshold = np.float32(a["iou_threshold"])
     if not threshold > 0 or (np.float32(a["nms_eta"]) < 1 and threshold > 0.5) or not orders:
         return None
-    union = np.unique(np.concatenate(orders))
-    chosen = boxes[union]
-    if not np.isfinite(chosen).all():
+    found = swept_candidates(boxes, orders, 0.0 if a["normalized"] else 1.0,
+                             sum(o.size * (o.size - 1) // 2 for o in orders))
+    if found is None:
         return None
-    by_x1, follow = x_sweep(chosen, 0.0 if a["normalized"] else 1.0)
-    if int(follow.sum()) > sum(o.size * (o.size - 1) // 2 for o in orders):
-        return None
-    first, second = _suppressing_pairs(chosen, by_x1, follow, a)
+    union, chosen, first, second = found
+    first, second = _suppressing_pairs(chosen, first, second, a)
     return union[first], union[second]
 
 
