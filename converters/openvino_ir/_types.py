@@ -7,6 +7,8 @@ from onnx import TensorProto, helper
 from custom_ops.element_types import (BFLOAT16, FLOAT_TYPES, INTEGER_TYPES, NUMPY_TO_ONNX, ONNX_TO_NUMPY,
                                      OPENVINO_NAMES)
 
+from ..model_io import contiguous
+
 #: OpenVINO element type name (ov.Type.get_type_name()) -> ONNX element type: custom_ops' one type table
 #: (OPENVINO_NAMES, NUMPY_TO_ONNX) read the other way.
 OV_TO_ONNX = {name: NUMPY_TO_ONNX[dtype] for dtype, name in OPENVINO_NAMES.items()}
@@ -205,8 +207,6 @@ def fill_tensor(tensor: TensorProto, array: np.ndarray, name: str, code: int) ->
         return tensor
     array = array.astype(array.dtype.newbyteorder("<"), copy=False)
     if not array.flags.c_contiguous:  # (a MatMul's transposed int8 weights: model_io copies them faster)
-        from ..model_io import contiguous
-
         array = contiguous(array)
     tensor.raw_data = array.tobytes()
     return tensor
