@@ -22,8 +22,9 @@ integer kernels onnxruntime's graph optimisation made (QLinearConv, QLinearMatMu
 
 Import: every IR is also converted the way `onnx-bridge convert IR -o OUT` does (the CLI's code, in process,
 after one untimed call: start-up excluded), interleaved with OpenVINO's own read_model + save_model of the same
-IR (benchmarks/ir_scale.py's helpers), medians of --imports calls; and --fresh times each in a fresh process
-(wall time, start-up included: ir_scale's "cli" and "openvino" kinds).
+IR (benchmarks/ir_scale.py's helpers), --imports calls each; and --fresh runs of each in a fresh process (wall
+time, start-up included: ir_scale's "cli" and "openvino" kinds). Import ratios are paired (median over rounds
+of the two calls' ratio within a round).
 
 Sets: "default" (DEFAULT, `make bench`) and "issue" (every model but the smoke test's tiny CNN). The footer
 gives the geometric means over all rows of the default forms and per group (f32 CNN, f32 transformer, int8
@@ -51,6 +52,8 @@ import numpy as np  # noqa: E402
 #: 1 thread, 1 stream, not pinned to a core (on a shared machine a pinned thread waits for its core)
 OV_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1,
              "ENABLE_CPU_PINNING": False}
+#: issue 23's import target: `onnx-bridge convert` <= this times OpenVINO's read_model + save_model
+IMPORT_TARGET = 1.5
 INTEGER_KERNELS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "MatMulIntegerToFloat", "QLinearAdd",
                    "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearMul", "QLinearSigmoid",
                    "QGemm", "DynamicQuantizeMatMul")
@@ -293,7 +296,7 @@ def _fused(optimized: Path) -> str:
     return ", ".join(found) or "-"
 
 
-def measure(name: str, directory: Path, rounds: int, int8: bool, imports: int = 5, fresh: int = 3) -> list[dict]:
+def measure(name: str, directory: Path, rounds: int, int8: bool, imports: int = 5, fresh: int = 7) -> list[dict]:
     """Rows of one model: f32 (and its INT8 forms) in onnxruntime vs OpenVINO CPU; the import columns (see
     import_times) on the rows of the forms `onnx-bridge convert` writes by default (f32, int8 qdq)."""
     import openvino as ov
@@ -367,10 +370,13 @@ def measure(name: str, directory: Path, rounds: int, int8: bool, imports: int = 
 
 def import_times(xml: Path, directory: Path, runs: int, fresh: int) -> dict:
     """`onnx-bridge convert` of the IR (the import and the ONNX write, its default options) vs OpenVINO's own
-    read_model + save_model of it (benchmarks/ir_scale.py's two helpers), interleaved: the medians of `runs`
-    calls in this process after one untimed call each (start-up excluded), and of `fresh` runs each in a fresh
-    process (wall time, start-up included; ir_scale.run's "cli" and "openvino" kinds; 0: not measured) with
-    their peak memory (the rise of the resident set after the module imports, ir_scale's "peak")."""
+    read_model + save_model of it (benchmarks/ir_scale.py's two helpers), interleaved: `runs` calls in this
+    process after one untimed call each (start-up excluded), and `fresh` runs each in a fresh process (wall
+    time, start-up included; ir_scale.run's "cli" and "openvino" kinds; 0: not measured) with their peak
+    memory (the rise of the resident set after the module imports, ir_scale's "peak"). Each round runs both
+    kinds back to back, the order alternating between rounds; the ratios are paired: the median over rounds
+    of the two runs' ratio (a fresh process's wall time moves by +-20% from run to run with the machine's
+    load, and a burst of other work slows both runs of a round alike)."""
     import openvino as ov
 
     from benchmarks import ir_scale
@@ -387,15 +393,19 @@ def import_times(xml: Path, directory: Path, runs: int, fresh: int) -> dict:
             call()
             times[key].append(time.perf_counter() - start)
     fresh_runs = {"openvino": [], "cli": []}
-    for _ in range(fresh):
-        for kind, results in fresh_runs.items():
-            results.append(ir_scale.run(kind, xml, directory))
+    for round_ in range(fresh):
+        for kind in (("openvino", "cli") if round_ % 2 == 0 else ("cli", "openvino")):
+            fresh_runs[kind].append(ir_scale.run(kind, xml, directory))
     for leftover in directory.iterdir():
         leftover.unlink()
     median = lambda values: float(np.median(values)) if values else None  # noqa: E731
     return dict(ops=len(ov.Core().read_model(str(xml)).get_ordered_ops()),
                 weights_mb=xml.with_suffix(".bin").stat().st_size / 1e6,
                 openvino_save_ms=1000 * median(times["openvino"]), convert_ms=1000 * median(times["convert"]),
+                convert_paired=median([c / o for c, o in zip(times["convert"], times["openvino"])]),
+                fresh_runs=fresh,
+                fresh_paired=median([c["wall"] / o["wall"]
+                                     for c, o in zip(fresh_runs["cli"], fresh_runs["openvino"])]),
                 **{f"fresh_{key}_{measure}": median([r[field] for r in fresh_runs[kind]])
                    for key, kind in (("openvino", "openvino"), ("convert", "cli"))
                    for measure, field in (("s", "wall"), ("peak", "peak"))})
@@ -437,26 +447,28 @@ def table(rows: list[dict]) -> str:
                          f"{len(chosen)} rows; slowest {slowest['model']} {slowest['paired_ratio']:.2f}x paired)")
     imported = [r for r in rows if r.get("convert_ms") is not None]
     if imported:
-        lines += ["", "| IR | ops | .bin MB | OpenVINO read+save ms | onnx-bridge convert ms | ratio | "
-                  "fresh process: OpenVINO read+save s | onnx-bridge convert s | ratio | "
+        lines += ["", "| IR | ops | .bin MB | OpenVINO read+save ms | onnx-bridge convert ms | paired ratio | "
+                  "fresh process: OpenVINO read+save s | onnx-bridge convert s | paired ratio | "
                   "peak memory / .bin: OpenVINO / convert |", "|---|" + "---|" * 9]
         for r in imported:
             bin_bytes = 1e6 * r["weights_mb"]
-            fresh = (f"{r['fresh_openvino_s']:.2f} | {r['fresh_convert_s']:.2f} | "
-                     f"{r['fresh_convert_s'] / r['fresh_openvino_s']:.2f}x | "
+            fresh = (f"{r['fresh_openvino_s']:.2f} | {r['fresh_convert_s']:.2f} | {r['fresh_paired']:.2f}x | "
                      f"{r['fresh_openvino_peak'] / bin_bytes:.2f}x / {r['fresh_convert_peak'] / bin_bytes:.2f}x"
                      if r["fresh_convert_s"] else "- | - | - | -")
             lines.append(f"| {r['model']} {r['form'].split()[0]} | {r['ops']} | {r['weights_mb']:.1f} | "
-                         f"{r['openvino_save_ms']:.1f} | {r['convert_ms']:.1f} | "
-                         f"{r['convert_ms'] / r['openvino_save_ms']:.2f}x | {fresh} |")
-        for label, key, base in (("in process", "convert_ms", "openvino_save_ms"),
-                                 ("fresh process", "fresh_convert_s", "fresh_openvino_s")):
-            chosen = [r for r in imported if r[key]]
-            if chosen:
-                ratios = {r["model"] + " " + r["form"].split()[0]: r[key] / r[base] for r in chosen}
+                         f"{r['openvino_save_ms']:.1f} | {r['convert_ms']:.1f} | {r['convert_paired']:.2f}x | "
+                         f"{fresh} |")
+        for label, key in (("in process", "convert_paired"), ("fresh process", "fresh_paired")):
+            ratios = {r["model"] + " " + r["form"].split()[0]: r[key] for r in imported if r[key]}
+            if ratios:
                 slowest = max(ratios, key=ratios.get)
-                lines.append(f"\nimport, geometric mean {label}: {_geomean(ratios.values()):.2f}x OpenVINO's read+save "
-                             f"({len(chosen)} IRs; slowest {slowest} {ratios[slowest]:.2f}x)")
+                over = sorted((name for name, ratio in ratios.items() if ratio > IMPORT_TARGET),
+                              key=ratios.get, reverse=True)
+                runs = f", {imported[0]['fresh_runs']} runs each" if key == "fresh_paired" else ""
+                lines.append(f"\nimport, geometric mean {label}: {_geomean(ratios.values()):.2f}x OpenVINO's "
+                             f"read+save (paired ratios, {len(ratios)} IRs{runs}; slowest {slowest} "
+                             f"{ratios[slowest]:.2f}x; above {IMPORT_TARGET}x: "
+                             f"{', '.join(f'{n} {ratios[n]:.2f}x' for n in over) or 'none'})")
     lines.append(f"\n{machine_line()}")
     return "\n".join(lines) + "\n"
 
@@ -485,7 +497,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-int8", action="store_true", help="f32 rows only")
     parser.add_argument("--imports", type=int, default=5,
                         help="timed in-process conversions per IR (and as many OpenVINO read+saves)")
-    parser.add_argument("--fresh", type=int, default=3,
+    parser.add_argument("--fresh", type=int, default=7,
                         help="fresh-process conversions per IR (and as many OpenVINO read+saves; 0: none)")
     args = parser.parse_args(argv)
     unknown = unknown_models(args.names)
@@ -514,7 +526,7 @@ def unknown_models(names) -> str | None:
     return None
 
 
-def run(names=(), rounds: int = 20, int8: bool = True, imports: int = 5, fresh: int = 3) -> list[dict]:
+def run(names=(), rounds: int = 20, int8: bool = True, imports: int = 5, fresh: int = 7) -> list[dict]:
     """The rows of `names` (models or sets; default DEFAULT), measured one model after the other."""
     rows = []
     with tempfile.TemporaryDirectory() as directory:

@@ -30,12 +30,37 @@ def test_real_models_table(capsys):
     for cells in imports:
         ops, ours, theirs, fresh_ours, fresh_theirs = (float(cells[i]) for i in (1, 4, 3, 7, 6))
         assert ops > 10 and ours > 0 and theirs > 0 and fresh_ours > ours / 1000 and fresh_theirs > theirs / 1000
-        # the ratios are of the unrounded times
+        # one run each: the paired ratios are the ratios of the unrounded times
         assert float(cells[5].strip(" x")) == pytest.approx(ours / theirs, rel=0.05, abs=0.01)
         assert float(cells[8].strip(" x")) == pytest.approx(fresh_ours / fresh_theirs, rel=0.05, abs=0.01)
         peaks = [float(v.strip(" x")) for v in cells[9].split("/")]
         assert len(peaks) == 2 and all(v > 0 for v in peaks)  # each process's resident set grows while working
     assert "import, geometric mean in process:" in out and "import, geometric mean fresh process:" in out
+
+
+def test_import_ratios_are_paired_by_round(tmp_path, monkeypatch):
+    """Fresh-process import ratios: the median over rounds of the two runs' ratio (not the ratio of medians),
+    the two kinds' order alternating from round to round."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    from benchmarks import ir_scale, real_models
+
+    xml = tmp_path / "relu.xml"
+    parameter = ops.parameter([2], ov.Type.f32)
+    ov.save_model(ov.Model([ops.relu(parameter)], [parameter]), str(xml))
+    walls = {"openvino": iter([1.0, 2.0, 1.0]), "cli": iter([1.5, 2.2, 1.6])}  # per round 1.5, 1.1, 1.6
+    order = []
+
+    def fake_run(kind, _xml, _directory):
+        order.append(kind)
+        return {"wall": next(walls[kind]), "peak": 1}
+
+    monkeypatch.setattr(ir_scale, "run", fake_run)
+    times = real_models.import_times(xml, tmp_path / "import", runs=1, fresh=3)
+    assert order == ["openvino", "cli", "cli", "openvino", "openvino", "cli"]
+    assert times["fresh_paired"] == pytest.approx(1.5)  # the ratio of the medians would be 1.6
+    assert times["fresh_runs"] == 3 and times["fresh_convert_s"] == pytest.approx(1.6)
 
 
 def test_model_sets():
