@@ -130,9 +130,9 @@ def console() -> None:
 
 
 def end_process(code: int, command: str | None = None) -> None:
-    """Exit with `code`; for a FAST_EXIT command, at once once stdout/stderr (and logging's handlers) are
-    flushed. Nothing else is left to finish: outputs are committed, closed files, the staging directory gone."""
-    if command not in FAST_EXIT or sys.gettrace() or sys.getprofile():  # a tracer (coverage) writes at exit
+    """Exit with `code`; for a FAST_EXIT command, right after flushing stdout/stderr (and logging's handlers).
+    Nothing else is left to finish: outputs are committed, files closed, the staging directory gone."""
+    if command not in FAST_EXIT or _writes_at_exit():
         sys.exit(code)
     if "logging" in sys.modules:
         sys.modules["logging"].shutdown()
@@ -142,6 +142,11 @@ def end_process(code: int, command: str | None = None) -> None:
         except (OSError, ValueError):  # a closed pipe or stream: as Python's own exit reports it
             code = code or FLUSH_FAILED
     os._exit(code)
+
+
+def _writes_at_exit() -> bool:
+    """A tracer, profiler or coverage (sys.monitoring on 3.12+) is running: it writes its data at exit."""
+    return bool(sys.gettrace() or sys.getprofile() or "coverage" in sys.modules)
 
 
 def _run(args) -> int:

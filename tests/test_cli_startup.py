@@ -248,18 +248,19 @@ def test_console_convert_ends_the_process_without_teardown(tmp_path):
 
 
 def test_console_of_other_commands_exits_as_python_does(tmp_path):
-    """Commands outside FAST_EXIT, and `convert` under a tracer (coverage writes its data at exit), end
-    through Python's own exit: its exit handlers run."""
+    """Commands outside FAST_EXIT, and `convert` under a tracer or with coverage loaded (they write their data
+    at exit), end through Python's own exit: its exit handlers run."""
     from onnx_bridge import cli
 
     assert "run" not in cli.FAST_EXIT
     done = subprocess.run([sys.executable, "-c", _CONSOLE, "run", str(tmp_path / "no.onnx")], capture_output=True,
                           text=True, cwd=ROOT)
     assert done.returncode != 0 and "teardown ran" in done.stdout
-    traced = subprocess.run([sys.executable, "-c", "import sys; sys.settrace(lambda *a: None)\n" + _CONSOLE,
-                             "convert", str(tmp_path / "no.xml"), "-o", str(tmp_path / "no.onnx")],
-                            capture_output=True, text=True, cwd=ROOT)
-    assert traced.returncode == 3 and "teardown ran" in traced.stdout
+    for prefix in ("import sys; sys.settrace(lambda *a: None)\n",
+                   "import sys, types; sys.modules['coverage'] = types.ModuleType('coverage')\n"):
+        kept = subprocess.run([sys.executable, "-c", prefix + _CONSOLE, "convert", str(tmp_path / "no.xml"), "-o",
+                               str(tmp_path / "no.onnx")], capture_output=True, text=True, cwd=ROOT)
+        assert kept.returncode == 3 and "teardown ran" in kept.stdout
 
 
 def test_convert_limits_openblas_to_one_thread_before_numpy_loads(monkeypatch):
