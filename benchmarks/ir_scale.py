@@ -72,11 +72,15 @@ seconds = time.perf_counter() - start
 print(json.dumps({{"work": seconds, "peak": status("VmHWM") - base}}))
 '''
 
-#: The CLI run: the console script's own code path, peak measured the same way (after its module imports).
+#: The CLI run: the console script's own code path, peak measured the same way (after its module imports, made
+#: as the console script makes them: OpenBLAS on one thread, the cyclic collector paused), its process ended the
+#: same way (cli.end_process).
 _CLI = r'''
-import json, sys, time
+import gc, json, sys, time
 sys.path.insert(0, {root!r})
 from onnx_bridge import cli
+cli.limit_blas_threads("convert")
+gc.disable()
 import converters.openvino_ir, openvino  # what every conversion of an IR imports: start-up, not conversion memory
 from benchmarks.ir_scale import cli_convert
 
@@ -90,6 +94,7 @@ open("/proc/self/clear_refs", "w").write("5")
 start = time.perf_counter()
 cli_convert(sys.argv[2], sys.argv[3], *sys.argv[4:])
 print(json.dumps({{"work": time.perf_counter() - start, "peak": status("VmHWM") - base}}))
+cli.end_process(0, "convert")
 '''
 
 

@@ -214,3 +214,84 @@ def test_a_paused_collection_nests():
     assert gc.isenabled()
     with cycle_collection_paused(False):
         assert gc.isenabled()
+
+
+def _plain_ir(directory: Path) -> Path:
+    openvino = pytest.importorskip("openvino")
+    from openvino import opset13 as ops
+    x = ops.parameter([1, 4], openvino.Type.f32, name="x")
+    openvino.save_model(openvino.Model([ops.relu(x)], [x]), str(directory / "m.xml"))
+    return directory / "m.xml"
+
+
+#: A child process that registers an exit handler, then runs the console script on its arguments.
+_CONSOLE = ("import atexit, sys\n"
+            "atexit.register(lambda: print('teardown ran'))\n"
+            "from onnx_bridge import cli\n"
+            "cli.console()\n")
+
+
+def test_console_convert_ends_the_process_without_teardown(tmp_path):
+    """The console script's `convert` ends its process once stdout is flushed (written to a file: fully buffered):
+    its whole output and exit code are there, Python's exit handlers do not run; an error keeps its exit code."""
+    xml = _plain_ir(tmp_path)
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    with open(tmp_path / "stdout", "w") as stdout:
+        done = subprocess.run([sys.executable, "-c", _CONSOLE, "convert", str(xml), "-o", str(tmp_path / "m.onnx")],
+                              stdout=stdout, cwd=ROOT, env=buffered)
+    text = (tmp_path / "stdout").read_text()
+    assert done.returncode == 0 and (tmp_path / "m.onnx").is_file()
+    assert text.rstrip().endswith(f"wrote {tmp_path / 'm.onnx'}") and "teardown ran" not in text
+    missing = subprocess.run([sys.executable, "-c", _CONSOLE, "convert", str(tmp_path / "no.xml"), "-o",
+                              str(tmp_path / "no.onnx")], capture_output=True, text=True, cwd=ROOT)
+    assert missing.returncode == 3 and "does not exist" in missing.stderr and "teardown ran" not in missing.stdout
+
+
+def test_console_of_other_commands_exits_as_python_does(tmp_path):
+    """Commands outside FAST_EXIT, and `convert` under a tracer or with coverage loaded (they write their data
+    at exit), end through Python's own exit: its exit handlers run."""
+    from onnx_bridge import cli
+
+    assert "run" not in cli.FAST_EXIT
+    done = subprocess.run([sys.executable, "-c", _CONSOLE, "run", str(tmp_path / "no.onnx")], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode != 0 and "teardown ran" in done.stdout
+    for prefix in ("import sys; sys.settrace(lambda *a: None)\n",
+                   "import sys, types; sys.modules['coverage'] = types.ModuleType('coverage')\n"):
+        kept = subprocess.run([sys.executable, "-c", prefix + _CONSOLE, "convert", str(tmp_path / "no.xml"), "-o",
+                               str(tmp_path / "no.onnx")], capture_output=True, text=True, cwd=ROOT)
+        assert kept.returncode == 3 and "teardown ran" in kept.stdout
+
+
+def test_convert_limits_openblas_to_one_thread_before_numpy_loads(monkeypatch):
+    """SINGLE_THREADED_BLAS: set for `convert` when numpy is not loaded yet; a user's value, other commands and a
+    process where numpy is loaded already are left alone."""
+    from onnx_bridge import cli
+
+    variable = cli.BLAS_THREADS_VARIABLE
+    monkeypatch.delenv(variable, raising=False)
+    cli.limit_blas_threads("convert")  # numpy is loaded in this test process: too late, nothing set
+    assert variable not in os.environ
+    monkeypatch.delitem(sys.modules, "numpy")
+    for command in ("run", None):
+        cli.limit_blas_threads(command)
+        assert variable not in os.environ
+    cli.limit_blas_threads("convert")
+    assert os.environ[variable] == "1"
+    monkeypatch.setenv(variable, "4")
+    cli.limit_blas_threads("convert")
+    assert os.environ[variable] == "4"
+
+
+def test_a_fresh_convert_starts_numpy_with_one_blas_thread(tmp_path):
+    """In a fresh `convert`, numpy loads after the limit is set: OpenBLAS runs on one thread (on more than one
+    core it would start one a core)."""
+    pytest.importorskip("threadpoolctl")
+    xml = _plain_ir(tmp_path)
+    code = (f"from onnx_bridge.cli import main\n"
+            f"assert main(['convert', {str(xml)!r}, '-o', {str(tmp_path / 'm.onnx')!r}]) == 0\n"
+            f"from threadpoolctl import threadpool_info\n"
+            f"print(sorted(pool['num_threads'] for pool in threadpool_info() if pool['internal_api'] == 'openblas'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True, env=env)
+    assert out.stdout.split("\n")[-2] == "[1]"
