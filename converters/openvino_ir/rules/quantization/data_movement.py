@@ -64,4 +64,4 @@ def _integer_data_movement(index: GraphIndex, keep: set) -> None:
             ours.add(id(placed[-1]))
     if after:  # each node's DequantizeLinear nodes right after it (one pass: no list.index / insert per node)
         nodes[:] = [m for n in nodes for m in ((n, *after[id(n)]) if id(n) in after else (n,))]
-    index.edited(bool(ours))
+    index.edited(bool(ours), [n for n in nodes if id(n) in after])

@@ -42,6 +42,7 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights, edits: _NodeEdits) ->
         before = node.output[0]
         renamed[before] = last_nhwc if node is last else f"{before}/channels_last"
         node.output[0] = renamed[before]
+    edits.rewire(*chain)
     from onnx import helper
 
     back = helper.make_node("Transpose", [last_nhwc], [result], name=f"{stem}/channels_first", perm=[0, 3, 1, 2])
@@ -265,7 +266,7 @@ def _patches_as_pointwise(index: GraphIndex, keep: set, shapes: dict) -> None:
         kept = [a for a in conv.attribute if a.name not in ("strides", "kernel_shape", "pads", "auto_pad")]
         del conv.attribute[:]
         conv.attribute.extend(kept + [helper.make_attribute("kernel_shape", [1, 1])])
-        index.edited()
+        index.edited(rewired=(cast, dq))
 
 
 def _strided_like_kernel(conv) -> bool:

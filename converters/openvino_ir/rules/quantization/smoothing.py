@@ -116,7 +116,7 @@ def _smoothing_into_value_weights(index: GraphIndex, keep: set) -> None:
     if not FOLD_SMOOTHING_INTO_VALUES:
         return
     nodes = index.nodes
-    graph, dead = _Graph(index, keep), set()
+    graph, dead, rewired = _Graph(index, keep), set(), []
     for matmul in [n for n in nodes if n.op_type == "MatMul"]:
         found = _value_projection(graph, matmul)
         if found is None:
@@ -143,7 +143,9 @@ def _smoothing_into_value_weights(index: GraphIndex, keep: set) -> None:
             side = 1 if add.input[0] == matmul.output[0] else 0
             bias = graph.values[add.input[side]]
             add.input[side] = graph.add(f"{stem}/value_bias", (bias * s.reshape(bias.shape)).astype(np.float32))
-        graph.producer[mul.input[0]].output[0] = mul.output[0]  # the head merge writes the Mul's output
+        merge = graph.producer[mul.input[0]]
+        merge.output[0] = mul.output[0]  # the head merge writes the Mul's output
         dead.add(id(mul))
+        rewired += [weights, merge] + ([add] if add is not None else [])
     nodes[:] = [n for n in nodes if id(n) not in dead]
-    index.edited(bool(dead))
+    index.edited(bool(dead), rewired)

@@ -21,7 +21,7 @@ def _weight_chains_as_dequantize(index: GraphIndex, keep: set, release=None) -> 
     rewritten, edits = 0, _NodeEdits()
     for mul in [n for n in nodes if n.op_type == "Mul"]:
         weights = _weight_chain(graph, mul)
-        if weights is not None and _classifier_as_integer_matmul(graph, weights):
+        if weights is not None and _classifier_as_integer_matmul(graph, weights, edits):
             edits.remove(*weights.tail)
             rewritten += 1
             continue
@@ -53,7 +53,7 @@ def _weight_chains_as_dequantize(index: GraphIndex, keep: set, release=None) -> 
         edits.remove(*weights.tail)
         rewritten += 1
     edits.apply(nodes)
-    index.edited(rewritten > 0)
+    index.edited(rewritten > 0, edits.rewired)
     return rewritten
 
 
@@ -88,7 +88,7 @@ def _conv_bias(index: GraphIndex, keep: set) -> None:
     if not any(n.op_type == "Conv" and len(n.input) == 2 for n in nodes):
         return
     values, producer, readers = index.lookups()
-    dead = set()
+    dead, rewired = set(), []
     for conv in nodes:
         if conv.op_type != "Conv" or len(conv.input) != 2 or len(readers.get(conv.output[0], [])) != 1 \
                 or conv.output[0] in keep:
@@ -114,5 +114,6 @@ def _conv_bias(index: GraphIndex, keep: set) -> None:
         conv.input.append(name)
         conv.output[0] = add.output[0]
         dead.add(id(add))
+        rewired.append(conv)
     nodes[:] = [n for n in nodes if id(n) not in dead]
-    index.edited(bool(dead))
+    index.edited(bool(dead), rewired)
