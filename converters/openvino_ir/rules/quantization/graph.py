@@ -164,6 +164,12 @@ class _NodeEdits:
         nodes[:] = [m for n in nodes if id(n) not in dead for m in replaced.get(id(n), (n,))]
         return True
 
+    def made_in(self, index: GraphIndex) -> bool:
+        """apply to `index`'s nodes, and tell it (edited) with the nodes rewired; whether there were edits."""
+        changed = self.apply(index.nodes)
+        index.edited(changed, self.rewired)
+        return changed
+
 
 class _Weights:
     """nncf's decompression chain Cast(q) [- Cast(zero point)] * scale [-> Transpose/Reshape] of a weight:

@@ -52,8 +52,7 @@ def _weight_chains_as_dequantize(index: GraphIndex, keep: set, release=None) -> 
         edits.replace(mul, [_dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)])
         edits.remove(*weights.tail)
         rewritten += 1
-    edits.apply(nodes)
-    index.edited(rewritten > 0, edits.rewired)
+    edits.made_in(index)
     return rewritten
 
 
@@ -88,7 +87,7 @@ def _conv_bias(index: GraphIndex, keep: set) -> None:
     if not any(n.op_type == "Conv" and len(n.input) == 2 for n in nodes):
         return
     values, producer, readers = index.lookups()
-    dead, rewired = set(), []
+    edits = _NodeEdits()
     for conv in nodes:
         if conv.op_type != "Conv" or len(conv.input) != 2 or len(readers.get(conv.output[0], [])) != 1 \
                 or conv.output[0] in keep:
@@ -113,7 +112,6 @@ def _conv_bias(index: GraphIndex, keep: set) -> None:
             np.broadcast_to(bias.reshape(-1), (channels,)))))
         conv.input.append(name)
         conv.output[0] = add.output[0]
-        dead.add(id(add))
-        rewired.append(conv)
-    nodes[:] = [n for n in nodes if id(n) not in dead]
-    index.edited(bool(dead), rewired)
+        edits.remove(add)
+        edits.rewire(conv)
+    edits.made_in(index)
