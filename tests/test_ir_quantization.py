@@ -906,8 +906,9 @@ def _int8_clip_models():
 
 @pytest.mark.parametrize("case_id", list(INDEXED_MODELS))
 def test_shared_graph_index_is_never_read_stale(monkeypatch, case_id):
-    """The qdq passes share one GraphIndex and rebuild it only after a pass said it edited the graph: every
-    lookup served from the cache equals the index built afresh from the graph as it is then."""
+    """The qdq passes share one GraphIndex and rebuild it only after a pass said it edited the graph, reading
+    again only the nodes the pass said it rewired: every lookup served, from the cache or rebuilt from the
+    nodes' fields as read before, equals the index built afresh from the graph as it is then."""
     from converters.openvino_ir.rules import quantization
 
     served = []
@@ -915,12 +916,12 @@ def test_shared_graph_index_is_never_read_stale(monkeypatch, case_id):
     def checked(index):
         cached = index._lookups
         found = original(index)
+        fresh = quantization._index(index.nodes, index.initializers)
+        assert {k: id(v) for k, v in found[0].items()} == {k: id(v) for k, v in fresh[0].items()}
+        assert {k: id(v) for k, v in found[1].items()} == {k: id(v) for k, v in fresh[1].items()}
+        assert {k: [id(n) for n in v] for k, v in found[2].items()} \
+            == {k: [id(n) for n in v] for k, v in fresh[2].items()}
         if cached is not None:
-            fresh = quantization._index(index.nodes, index.initializers)
-            assert {k: id(v) for k, v in found[0].items()} == {k: id(v) for k, v in fresh[0].items()}
-            assert {k: id(v) for k, v in found[1].items()} == {k: id(v) for k, v in fresh[1].items()}
-            assert {k: [id(n) for n in v] for k, v in found[2].items()} \
-                == {k: [id(n) for n in v] for k, v in fresh[2].items()}
             served.append(True)
         return found
 
@@ -960,6 +961,51 @@ def test_graph_index_lookups_match_a_plain_walk_of_the_nodes():
     assert {name: [nodes.index(n) for n in found] for name, found in readers.items()} \
         == {"x": [0], "a": [1, 1], "c": [2], "b": [2, 3], "w": [3], "d": [3]}
     assert list(readers) == ["x", "a", "c", "b", "w", "d"]
+
+
+def test_graph_index_rebuild_reads_again_only_the_rewired_nodes():
+    """After edited(rewired=...) the lookups are rebuilt from the inputs and outputs read before, but for the
+    rewired nodes and the new ones; a node rewired but not reported keeps its old fields (why every pass
+    reports the nodes it rewires), and edited() without `rewired` reads every node again."""
+    from onnx import helper
+
+    from converters.openvino_ir.rules.quantization import GraphIndex
+
+    relu, mul = helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Mul", ["a", "a"], ["b"])
+    index = GraphIndex([relu, mul], [])
+    index.lookups()
+    sigmoid = helper.make_node("Sigmoid", ["x"], ["s"])
+    index.nodes.insert(1, sigmoid)
+    mul.input[1] = "s"
+    index.edited(rewired=[mul])
+    _, producer, readers = index.lookups()
+    assert producer["s"] is sigmoid and [id(n) for n in readers["a"]] == [id(mul)] and readers["s"] == [mul]
+    relu.output[0] = "r"  # (not reported: the old fields are served)
+    index.edited(rewired=[])
+    assert "a" in index.lookups()[1] and "r" not in index.lookups()[1]
+    index.edited()
+    assert "r" in index.lookups()[1] and "a" not in index.lookups()[1]
+
+
+def test_node_edits_are_made_in_one_go_by_identity():
+    """_NodeEdits: a node replaced by a list (which may hold it: an insertion before or after), removed nodes
+    left out (also where replaced), nodes named by identity (an equal message elsewhere is not touched)."""
+    from onnx import helper
+
+    from converters.openvino_ir.rules.quantization.graph import _NodeEdits
+
+    a, twin, b = (helper.make_node("Relu", ["x"], ["y"]) for _ in range(3))
+    c = helper.make_node("Abs", ["y"], ["z"])
+    nodes = [a, twin, b, c]
+    assert a == twin and not _NodeEdits().apply(nodes) and nodes == [a, twin, b, c]
+    new = [helper.make_node("Neg", ["x"], [f"n{i}"]) for i in range(3)]
+    edits = _NodeEdits()
+    edits.replace(a, [new[0], a])
+    edits.replace(b, [new[1]])
+    edits.replace(c, [c, new[2]])
+    edits.remove(twin, b)
+    assert edits.apply(nodes)
+    assert [id(n) for n in nodes] == [id(new[0]), id(a), id(c), id(new[2])]
 
 
 class _LimitsOnly:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import _Graph, _Weights, _dequantize_node, _dequantized_input, _rank
+from .graph import _Graph, _NodeEdits, _Weights, _dequantize_node, _dequantized_input, _rank
 
 
-def _classifier_as_integer_matmul(graph: _Graph, weights: _Weights) -> bool:
+def _classifier_as_integer_matmul(graph: _Graph, weights: _Weights, edits: _NodeEdits) -> bool:
     """A 2-D MatMul of quantized data (also across a flatten) by nncf's int8 weights + a bias Add (a
     classifier head) -> Unsqueeze to 3-D, MatMul by DequantizeLinear(int8 weights), Add of the bias as
     [1, 1, N], Squeeze back. Left 2-D, onnxruntime fuses MatMul + Add into a float Gemm before its QDQ
     fusions (dequantizing the weights on every call, or, given float weights, reading 4x the bytes); in 3-D
-    it runs MatMulIntegerToFloat: exact integer sums times the scales, then the bias in float. Returns False
-    (nothing changed) where the MatMul is not such a head."""
+    it runs MatMulIntegerToFloat: exact integer sums times the scales, then the bias in float. The node list's
+    edits go to `edits`. Returns False (nothing changed) where the MatMul is not such a head."""
     from onnx import helper
 
     matmul, q = weights.reader, weights.q
@@ -36,16 +36,16 @@ def _classifier_as_integer_matmul(graph: _Graph, weights: _Weights) -> bool:
     stem = weights.mul.name or weights.value
     names = [graph.add(f"{stem}/int8_weights", q), graph.add(f"{stem}/scale", scales),
              graph.add(f"{stem}/zero_point", zeros), graph.add(f"{stem}/outer_axis", np.array([0], np.int64))]
-    graph.nodes[graph.nodes.index(weights.mul)] = _dequantize_node(names[:3], weights.value,
-                                                                   f"{stem}/DequantizeLinear", axis)
+    edits.replace(weights.mul, [_dequantize_node(names[:3], weights.value, f"{stem}/DequantizeLinear", axis)])
     lifted, result = f"{stem}/input_3d", add.output[0]
-    graph.nodes.insert(graph.nodes.index(matmul), helper.make_node(
-        "Unsqueeze", [matmul.input[0], names[3]], [lifted], name=lifted))
+    edits.replace(matmul, [helper.make_node("Unsqueeze", [matmul.input[0], names[3]], [lifted], name=lifted),
+                           matmul])
     matmul.input[0] = lifted
     add.input[:] = [matmul.output[0], graph.add(f"{stem}/bias_3d", bias.reshape(1, 1, -1))]
     add.output[0] = f"{stem}/output_3d"
-    graph.nodes.insert(graph.nodes.index(add) + 1, helper.make_node(
-        "Squeeze", [add.output[0], names[3]], [result], name=f"{stem}/output_2d"))
+    edits.replace(add, [add, helper.make_node("Squeeze", [add.output[0], names[3]], [result],
+                                              name=f"{stem}/output_2d")])
+    edits.rewire(matmul, add)
     return True
 
 
@@ -84,4 +84,4 @@ def _dequantized_classifiers_as_3d(graph: _Graph) -> None:
         add.output[0] = f"{stem}/output_3d"
         graph.nodes.insert(graph.nodes.index(add) + 1, helper.make_node(
             "Squeeze", [add.output[0], outer], [result], name=f"{stem}/output_2d"))
-        graph.index.edited()  # (this loop keeps reading its snapshot)
+        graph.index.edited(rewired=(matmul, add))  # (this loop keeps reading its snapshot)

@@ -1,7 +1,7 @@
 """Concat / Split / MaxPool (and the reshapes after them) of same-scale quantized data run on the uint8 values."""
 from __future__ import annotations
 
-from .graph import GraphIndex
+from .graph import GraphIndex, _NodeEdits
 
 
 #: data movement run on the quantized values by _integer_data_movement: each output value is one of the input
@@ -35,7 +35,7 @@ def _integer_data_movement(index: GraphIndex, keep: set) -> None:
             return None
         return float(scale.reshape(-1)[0]), int(zero.reshape(-1)[0]), zero.dtype
 
-    ours, after = set(), {}  # the DequantizeLinear nodes written here, by the id of the node they follow
+    ours, edits = set(), _NodeEdits()  # (the DequantizeLinear nodes written here)
     for node in list(nodes):
         if any(o in keep for o in node.output) or not (
                 node.op_type in _INTEGER_MOVEMENT
@@ -53,7 +53,7 @@ def _integer_data_movement(index: GraphIndex, keep: set) -> None:
         for port, name in enumerate(node.input):
             if name in data:
                 node.input[port] = producer[name].input[0]
-        placed = after[id(node)] = []
+        placed = []
         for port, name in enumerate(node.output):
             if not name:
                 continue
@@ -62,6 +62,6 @@ def _integer_data_movement(index: GraphIndex, keep: set) -> None:
                                            [name], name=f"{name}/DequantizeLinear"))
             producer[name] = placed[-1]
             ours.add(id(placed[-1]))
-    if after:  # each node's DequantizeLinear nodes right after it (one pass: no list.index / insert per node)
-        nodes[:] = [m for n in nodes for m in ((n, *after[id(n)]) if id(n) in after else (n,))]
-    index.edited(bool(ours))
+        edits.replace(node, [node] + placed)  # (its DequantizeLinear nodes right after it)
+        edits.rewire(node)
+    edits.made_in(index)

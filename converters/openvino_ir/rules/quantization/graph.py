@@ -1,6 +1,7 @@
 """What the QDQ passes share: GraphIndex (the lookups over the ONNX nodes and initializers, rebuilt only after
-an edit), _Graph (those lookups with the values to keep), _Weights / _weight_chain (nncf's decompression chain of
-a weight), and the small helpers that follow a value to its QuantizeLinear or DequantizeLinear."""
+an edit, reading again only the nodes it changed), _NodeEdits (node-list edits made in one go), _Graph (those
+lookups with the values to keep), _Weights / _weight_chain (nncf's decompression chain of a weight), and the
+small helpers that follow a value to its QuantizeLinear or DequantizeLinear."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,12 +21,14 @@ _WEIGHTED = {"Conv": 1, "ConvTranspose": 1, "MatMul": 1, "Gemm": 1}
 class GraphIndex:
     """_index's lookups over ONNX `nodes` and `initializers` ((name, ONNX type, array) list), shared by the
     qdq passes of one import: reading the protobuf fields is the cost (2-4 ms per CNN), so they are built
-    on first use and rebuilt only after a pass that edited the graph says so (edited()). A pass reads one
-    snapshot throughout and calls edited() when done."""
+    on first use and rebuilt only after a pass that edited the graph says so (edited()), from the inputs and
+    outputs read before for the nodes the pass did not change. A pass reads one snapshot throughout and calls
+    edited() when done."""
 
     def __init__(self, nodes: list, initializers: list):
         self.nodes, self.initializers, self._lookups = nodes, initializers, None
         self._outer_reads = None
+        self._read: dict = {}  # id(node) -> (node, inputs, outputs) as last read (the node kept: ids stay unique)
 
     def outer_reads(self) -> set:
         """_outer_reads of the nodes, found once: the passes neither edit subgraphs nor add nodes with one
@@ -37,24 +40,40 @@ class GraphIndex:
     def lookups(self) -> tuple[dict, dict, dict]:
         """(constants by name, producer of each value, readers of each value), current as of the last edit."""
         if self._lookups is None:
-            self._lookups = _index(self.nodes, self.initializers)
+            self._lookups = _index(self.nodes, self.initializers, self._read)
         return self._lookups
 
-    def edited(self, changed: bool = True) -> None:
-        """The graph changed (when `changed`): the next lookups() rebuilds."""
-        if changed:
-            self._lookups = None
+    def edited(self, changed: bool = True, rewired=None) -> None:
+        """The graph changed (when `changed`): the next lookups() rebuilds, reading the inputs and outputs of
+        the nodes in `rewired` again (those already in the graph whose inputs or outputs the pass changed:
+        new nodes are read anyway, removed ones left out), or of every node when `rewired` is None."""
+        if not changed:
+            return
+        self._lookups = None
+        if rewired is None:
+            self._read = {}
+        else:
+            for node in rewired:
+                self._read.pop(id(node), None)
 
 
-def _index(nodes: list, initializers: list) -> tuple[dict, dict, dict]:
-    """The graph's constants by name, the node producing each value and the nodes reading it."""
+def _index(nodes: list, initializers: list, read: dict | None = None) -> tuple[dict, dict, dict]:
+    """The graph's constants by name, the node producing each value and the nodes reading it. `read`
+    (GraphIndex's {id(node): (node, inputs, outputs)}) serves the fields of the nodes it holds and is given
+    those of the others: reading the fields is most of a rebuild."""
     values = {name: array for name, _, array in initializers}
-    # (a slice of a repeated field is one list made in protobuf's C code, where iterating the field makes a
-    # call per name; with get / append rather than setdefault: 0.6x this function's time)
-    producer = {out: n for n in nodes for out in n.output[:]}
+    read = {} if read is None else read
+    producer: dict = {}
     readers: dict[str, list] = {}
     for n in nodes:
-        for name in n.input[:]:
+        fields = read.get(id(n))
+        if fields is None:
+            # (a slice of a repeated field is one list made in protobuf's C code, where iterating the field
+            # makes a call per name)
+            fields = read[id(n)] = (n, n.input[:], n.output[:])
+        for out in fields[2]:
+            producer[out] = n
+        for name in fields[1]:  # (get / append rather than setdefault: 0.6x the time)
             found = readers.get(name)
             if found is None:
                 readers[name] = [n]
@@ -116,6 +135,40 @@ def _append(initializers: list, name: str, array: np.ndarray) -> str:
     layout = array if word_transposable(array) else np.ascontiguousarray(array)
     initializers.append((name, NUMPY_CODES[array.dtype], layout))
     return name
+
+
+class _NodeEdits:
+    """Edits of a node list collected during a pass and made in one go (apply): each list.index / insert /
+    remove on the list scans it comparing protobuf messages (~0.1 ms a rewrite on a CNN's few hundred nodes).
+    Nodes are named by identity; a node is replaced at most once."""
+
+    def __init__(self):
+        self.replaced, self.dead, self.rewired = {}, set(), []
+
+    def replace(self, node, nodes: list) -> None:
+        """`node` becomes `nodes` (which may hold `node` itself: an insertion before or after it)."""
+        self.replaced[id(node)] = nodes
+
+    def remove(self, *nodes) -> None:
+        self.dead.update(id(n) for n in nodes)
+
+    def rewire(self, *nodes) -> None:
+        """`nodes` (staying in the graph) had their inputs or outputs changed: for GraphIndex.edited."""
+        self.rewired.extend(nodes)
+
+    def apply(self, nodes: list) -> bool:
+        """Make the edits in `nodes` (in place); whether there were any."""
+        if not (self.replaced or self.dead):
+            return False
+        replaced, dead = self.replaced, self.dead
+        nodes[:] = [m for n in nodes if id(n) not in dead for m in replaced.get(id(n), (n,))]
+        return True
+
+    def made_in(self, index: GraphIndex) -> bool:
+        """apply to `index`'s nodes, and tell it (edited) with the nodes rewired; whether there were edits."""
+        changed = self.apply(index.nodes)
+        index.edited(changed, self.rewired)
+        return changed
 
 
 class _Weights:

@@ -57,13 +57,15 @@ def _wider_groups(index: GraphIndex, keep: set) -> None:
             continue
         merged = next(m for m in range(2, groups + 1) if groups % m == 0 and (m * q.shape[1] >= GROUP_WIDTH
                                                                              or m == groups))
+        rewired = [weights_dq]
         if merged == groups > MAX_DENSE_GROUPS:  # (one dense convolution: `groups` times the products)
             padded = _padded_groups(nodes, initializers, conv, weights_dq, (q, scale, zero, groups),
                                     (values, producer, readers))
             if padded is None:
                 continue
-            q, zero, groups, merged = padded
-        index.edited()  # (this loop keeps reading its snapshot)
+            q, zero, groups, merged, quantize = padded
+            rewired += [conv, quantize]
+        index.edited(rewired=rewired)  # (this loop keeps reading its snapshot)
         width, out_width, kernel = q.shape[1], q.shape[0] // groups, q.shape[2:]
         # [merged groups, m, outputs per group, m, inputs per group, kernel...]: group r of a merged one
         # reads input block r
@@ -90,7 +92,8 @@ def _padded_groups(nodes: list, initializers: list, conv, weights_dq, found: tup
     the padded output channels (bias 0, so 0, quantized to the zero point) sliced off after the
     QuantizeLinear that follows (through Relu / Clip only): the same integer products plus exact zeros.
     `found` is _wider_groups' (q, scale, zero point, groups), `lookups` GraphIndex.lookups(). Returns (q, zero,
-    groups, merged) padded, or None where the form does not fit (measured: MAX_DENSE_GROUPS)."""
+    groups, merged) padded and the QuantizeLinear whose output it renamed, or None where the form does not fit
+    (measured: MAX_DENSE_GROUPS)."""
     from onnx import helper
 
     (q, scale, zero, groups), (values, producer, readers) = found, lookups
@@ -131,4 +134,4 @@ def _padded_groups(nodes: list, initializers: list, conv, weights_dq, found: tup
               for k, v in (("start", 0), ("end", channels - extra * out_width), ("axis", 1))]
     nodes.insert(nodes.index(quantize) + 1, helper.make_node("Slice", [quantize.output[0]] + limits, [result],
                                                              name=f"{stem}/unpad"))
-    return q, zero, groups + extra, need
+    return q, zero, groups + extra, need, quantize

@@ -5,17 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from .compressed_weights import MICROSOFT
-from .graph import GraphIndex, _Graph, _Weights, _quantized_after, _static_shape, _weight_chain
+from .graph import GraphIndex, _Graph, _NodeEdits, _Weights, _quantized_after, _static_shape, _weight_chain
 
 
-def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
+def _pointwise_as_matmul(graph: _Graph, weights: _Weights, edits: _NodeEdits) -> bool:
     """Conv 1x1 (stride 1, no padding, group 1) of a quantized input with nncf's int8 weights, its output not
     quantized (a HSwish or SE block follows: mobilenet_v3) -> Transpose to channels last, MatMulIntegerToFloat
     (int8 weights [C, O], the bias Add that follows the Conv taken in), then the elementwise activations,
     per-channel arithmetic and the QuantizeLinear that follow, then Transpose back. The same sums (exact
     integer accumulation, one multiplication by the scales, the bias added in float; the float Conv rounded
     each product), and no float convolution between integer kernels (and the layout transposes around it).
-    Returns False (nothing changed) where the Conv is not such a convolution."""
+    The node list's edits go to `edits` (the Conv's replacement, the nodes removed). Returns False (nothing
+    changed) where the Conv is not such a convolution."""
     found = _pointwise_parameters(graph, weights)
     if found is None:
         return False
@@ -26,10 +27,10 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
         other = chain[0].input[1] if chain[0].input[0] == conv.output[0] else chain[0].input[0]
         if graph.values[other].size == channels:
             bias, add = graph.values[other], chain.pop(0)
-            graph.nodes.remove(add)
+            edits.remove(add)
             conv.output[0] = add.output[0]
     if FOLD_CLIP_DIV_INTO_SCALES:
-        scales, axis, bias = _clip_div_into_scales(graph, chain, scales, axis, bias, channels)
+        scales, axis, bias = _clip_div_into_scales(graph, chain, scales, axis, bias, channels, edits)
     stem = conv.name or conv.output[0]
     replacement, product = _pointwise_matmul(graph, weights, scales, axis, bias, stem, bool(chain))
     last = chain[-1] if chain else conv
@@ -41,12 +42,15 @@ def _pointwise_as_matmul(graph: _Graph, weights: _Weights) -> bool:
         before = node.output[0]
         renamed[before] = last_nhwc if node is last else f"{before}/channels_last"
         node.output[0] = renamed[before]
+    edits.rewire(*chain)
     from onnx import helper
 
-    index = graph.nodes.index(conv)
-    graph.nodes[index:index + 1] = replacement
-    graph.nodes.insert(graph.nodes.index(last) + 1 if chain else index + len(replacement), helper.make_node(
-        "Transpose", [last_nhwc], [result], name=f"{stem}/channels_first", perm=[0, 3, 1, 2]))
+    back = helper.make_node("Transpose", [last_nhwc], [result], name=f"{stem}/channels_first", perm=[0, 3, 1, 2])
+    if chain:
+        edits.replace(conv, replacement)
+        edits.replace(last, [last, back])
+    else:
+        edits.replace(conv, replacement + [back])
     return True
 
 
@@ -152,14 +156,15 @@ def _channels_last_constant(graph: _Graph, name: str, channels: int) -> str:
 FOLD_CLIP_DIV_INTO_SCALES = True
 
 
-def _clip_div_into_scales(graph: _Graph, chain: list, scales, axis, bias, channels: int):
+def _clip_div_into_scales(graph: _Graph, chain: list, scales, axis, bias, channels: int, edits: _NodeEdits):
     """`chain` (the nodes after a 1x1 Conv _pointwise_as_matmul rewrites) Clip(lo, hi) -> Div(s_c) ->
     QuantizeLinear(S, z), where the Clip changes no level (lo / s_c maps to level 0 or below, hi / s_c to
     255 or above, in every channel: values beyond it saturate there anyway; mobilenet_v2's ReLU6 before the
     next depthwise input's per-channel scale, as _depthwise_per_tensor writes it): the Clip and the Div leave
-    `chain` and the graph, and the weight scales become s_w / s_c and the bias b / s_c — the same levels but
-    where a value is within a rounding of a level boundary (each scale rounded once more, as the depthwise
-    fold), the bias still added in float by the kernel. Returns (scales, axis, bias), changed or not."""
+    `chain` and the graph (removed through `edits`), and the weight scales become s_w / s_c and the bias
+    b / s_c — the same levels but where a value is within a rounding of a level boundary (each scale rounded
+    once more, as the depthwise fold), the bias still added in float by the kernel. Returns (scales, axis,
+    bias), changed or not."""
     if [n.op_type for n in chain] != ["Clip", "Div", "QuantizeLinear"]:
         return scales, axis, bias
     clip, div, quantize = chain
@@ -178,8 +183,7 @@ def _clip_div_into_scales(graph: _Graph, chain: list, scales, axis, bias, channe
     if bias is not None:
         bias = (np.asarray(bias, np.float32).reshape(-1) / per_channel).astype(np.float32)
     quantize.input[0] = clip.input[0]
-    for node in (clip, div):
-        graph.nodes.remove(node)
+    edits.remove(clip, div)
     chain[:] = [quantize]
     return scales, 0, bias
 
@@ -262,7 +266,7 @@ def _patches_as_pointwise(index: GraphIndex, keep: set, shapes: dict) -> None:
         kept = [a for a in conv.attribute if a.name not in ("strides", "kernel_shape", "pads", "auto_pad")]
         del conv.attribute[:]
         conv.attribute.extend(kept + [helper.make_attribute("kernel_shape", [1, 1])])
-        index.edited()
+        index.edited(rewired=(cast, dq))
 
 
 def _strided_like_kernel(conv) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import GraphIndex, _Graph
+from .graph import GraphIndex, _Graph, _NodeEdits
 
 
 #: nncf's smooth-quant Multiply after attention, folded into the value projection's weight scales (and bias)
@@ -116,7 +116,7 @@ def _smoothing_into_value_weights(index: GraphIndex, keep: set) -> None:
     if not FOLD_SMOOTHING_INTO_VALUES:
         return
     nodes = index.nodes
-    graph, dead = _Graph(index, keep), set()
+    graph, edits = _Graph(index, keep), _NodeEdits()
     for matmul in [n for n in nodes if n.op_type == "MatMul"]:
         found = _value_projection(graph, matmul)
         if found is None:
@@ -143,7 +143,8 @@ def _smoothing_into_value_weights(index: GraphIndex, keep: set) -> None:
             side = 1 if add.input[0] == matmul.output[0] else 0
             bias = graph.values[add.input[side]]
             add.input[side] = graph.add(f"{stem}/value_bias", (bias * s.reshape(bias.shape)).astype(np.float32))
-        graph.producer[mul.input[0]].output[0] = mul.output[0]  # the head merge writes the Mul's output
-        dead.add(id(mul))
-    nodes[:] = [n for n in nodes if id(n) not in dead]
-    index.edited(bool(dead))
+        merge = graph.producer[mul.input[0]]
+        merge.output[0] = mul.output[0]  # the head merge writes the Mul's output
+        edits.remove(mul)
+        edits.rewire(weights, merge, *([add] if add is not None else []))
+    edits.made_in(index)

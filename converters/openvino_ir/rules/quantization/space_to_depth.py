@@ -39,8 +39,8 @@ def _space_to_depth(index: GraphIndex, keep: set, shapes: dict) -> None:
         found = _space_to_depth_parameters(conv, values, producer, readers, keep, shapes)
         if found is None:
             continue
-        index.edited()  # (this loop keeps reading its snapshot)
         dq, weights_dq, block, kernel, shift, begin, end, padded = found
+        index.edited(rewired=(weights_dq, dq))  # (this loop keeps reading its snapshot)
         q = values[weights_dq.input[0]]
         out_channels, channels = q.shape[:2]
         grown = np.zeros((out_channels, channels) + tuple(block * k for k in kernel), np.int8)

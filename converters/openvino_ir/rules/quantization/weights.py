@@ -7,7 +7,8 @@ import numpy as np
 from onnx import TensorProto
 
 from .classifiers import _classifier_as_integer_matmul
-from .graph import GraphIndex, _Graph, _dequantize_node, _dequantized_input, _quantized_after, _rank, _weight_chain
+from .graph import (GraphIndex, _Graph, _NodeEdits, _dequantize_node, _dequantized_input, _quantized_after, _rank,
+                    _weight_chain)
 from .pointwise import _pointwise_as_matmul
 
 
@@ -17,11 +18,11 @@ def _weight_chains_as_dequantize(index: GraphIndex, keep: set, release=None) -> 
     output is not quantized as MatMulIntegerToFloat (_pointwise_as_matmul). Returns how many were rewritten."""
     nodes = index.nodes
     graph = _Graph(index, keep, release)
-    rewritten, dead, replaced = 0, set(), {}
+    rewritten, edits = 0, _NodeEdits()
     for mul in [n for n in nodes if n.op_type == "Mul"]:
         weights = _weight_chain(graph, mul)
-        if weights is not None and _classifier_as_integer_matmul(graph, weights):
-            dead.update(id(n) for n in weights.tail)
+        if weights is not None and _classifier_as_integer_matmul(graph, weights, edits):
+            edits.remove(*weights.tail)
             rewritten += 1
             continue
         if weights is None or not (_integer_input(graph, weights.reader)
@@ -32,8 +33,8 @@ def _weight_chains_as_dequantize(index: GraphIndex, keep: set, release=None) -> 
             # onnxruntime fuses DQ -> Conv -> Q only; a Conv not followed by a QuantizeLinear would
             # dequantize its weights on every run: left to onnxruntime's constant folding (exact f32), unless
             # it is a 1x1 convolution, which runs as an integer MatMul with a float output
-            if _pointwise_as_matmul(graph, weights):
-                dead.update(id(n) for n in [mul] + weights.tail)
+            if _pointwise_as_matmul(graph, weights, edits):
+                edits.remove(mul, *weights.tail)
                 rewritten += 1
             continue
         if reader.op_type == "MatMul" and _rank(reader.input[0], graph.producer, graph.values) == 2 \
@@ -48,11 +49,10 @@ def _weight_chains_as_dequantize(index: GraphIndex, keep: set, release=None) -> 
         stem = mul.name or weights.value
         names = [graph.add(f"{stem}/int8_weights", weights.q), graph.add(f"{stem}/scale", scales),
                  graph.add(f"{stem}/zero_point", zeros)]
-        replaced[id(mul)] = _dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)
-        dead.update(id(n) for n in weights.tail)
+        edits.replace(mul, [_dequantize_node(names, weights.value, f"{stem}/DequantizeLinear", axis)])
+        edits.remove(*weights.tail)
         rewritten += 1
-    nodes[:] = [replaced.get(id(n), n) for n in nodes if id(n) not in dead]
-    index.edited(rewritten > 0)
+    edits.made_in(index)
     return rewritten
 
 
@@ -87,7 +87,7 @@ def _conv_bias(index: GraphIndex, keep: set) -> None:
     if not any(n.op_type == "Conv" and len(n.input) == 2 for n in nodes):
         return
     values, producer, readers = index.lookups()
-    dead = set()
+    edits = _NodeEdits()
     for conv in nodes:
         if conv.op_type != "Conv" or len(conv.input) != 2 or len(readers.get(conv.output[0], [])) != 1 \
                 or conv.output[0] in keep:
@@ -112,6 +112,6 @@ def _conv_bias(index: GraphIndex, keep: set) -> None:
             np.broadcast_to(bias.reshape(-1), (channels,)))))
         conv.input.append(name)
         conv.output[0] = add.output[0]
-        dead.add(id(add))
-    nodes[:] = [n for n in nodes if id(n) not in dead]
-    index.edited(bool(dead))
+        edits.remove(add)
+        edits.rewire(conv)
+    edits.made_in(index)
