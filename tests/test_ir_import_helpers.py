@@ -211,3 +211,66 @@ def test_graph_add_keeps_a_large_transposed_weight_as_a_view():
     graph.add("transposed", base.T)
     assert not released and np.shares_memory(graph.values["transposed"], base)
     np.testing.assert_array_equal(graph.values["transposed"], base.T)
+
+
+def test_real_type_names_are_openvinos_real_types():
+    """_types.REAL_TYPE_NAMES stands in for ov.Type.is_real() (the walk knows a Constant's type name already)."""
+    ov = pytest.importorskip("openvino")
+    from converters.openvino_ir._types import REAL_TYPE_NAMES
+
+    types = [value for value in vars(ov.Type).values() if isinstance(value, ov.Type)]
+    assert len(types) > 10
+    assert {t.get_type_name() for t in types if t.is_real()} == REAL_TYPE_NAMES
+
+
+# (attributes of a node): every kind _make_node sets directly, and ones it hands to helper.make_attribute
+MAKE_NODE_CASES = [
+    {},
+    {"to": 1},
+    {"epsilon": 1e-5, "axis": -1},
+    {"mode": "nearest", "coordinate_transformation_mode": "asymmetric"},
+    {"pads": [1, 1, 1, 1], "strides": (2, 2), "group": 3},
+    {"scales": [0.5, 2.0]},
+    {"skipped": None, "perm": [0, 2, 1]},
+    {"names": ["a", "b"], "mixed": [1, 2.0]},
+]
+
+
+@pytest.mark.parametrize("attributes", MAKE_NODE_CASES)
+def test_make_node_is_helper_make_node(attributes):
+    from onnx import helper
+
+    from converters.openvino_ir._importer import _make_node
+
+    made = _make_node("Op", ["x", "y"], ["z"], "node", "", attributes)
+    expected = helper.make_node("Op", ["x", "y"], ["z"], name="node", domain="",
+                                **{key: value for key, value in attributes.items() if value is not None})
+    assert made.SerializeToString() == expected.SerializeToString()
+
+
+class _CountingNode:
+    """An OpenVINO node stand-in counting the element type questions asked of it."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def get_output_element_type(self, index):
+        self.asked += 1
+        return self
+
+    def get_type_name(self):
+        return "f32"
+
+
+def test_out_type_asks_openvino_once_per_output_of_the_current_node():
+    from converters.openvino_ir._importer import Context
+
+    ctx, current, other = Context(), _CountingNode(), _CountingNode()
+    ctx.begin(current)
+    assert [ctx.out_type(current), ctx.out_type(current), ctx.out_elem(current)] == ["f32", "f32", 1]
+    assert current.asked == 1
+    ctx.out_type(other), ctx.out_type(other)
+    assert other.asked == 2  # not the node being converted: not cached
+    ctx.begin(other)
+    ctx.out_type(other)
+    assert other.asked == 3
