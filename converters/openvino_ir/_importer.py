@@ -115,7 +115,8 @@ class Context:
         node = output.get_node()
         key = (node.get_name(), output.get_index())
         names_of = self.shared.names
-        if key not in names_of:
+        name = names_of.get(key)
+        if name is None:
             names = sorted(output.get_names())
             if names:
                 wanted = names[0]
@@ -123,11 +124,11 @@ class Context:
                 wanted = node.get_friendly_name()
                 if node.get_output_size() > 1:
                     wanted += f":{output.get_index()}"
-            names_of[key] = self.unique(wanted)
+            name = names_of[key] = self.unique(wanted)
             limit = self.shared.unread_limits.pop(key[0], None)
             if limit is not None:  # a FakeQuantize limit a rule reads by name after all: emitted now
                 find(limit)(self, limit)
-        return names_of[key]
+        return name
 
     def inp(self, node, index: int) -> str:
         return self.value(node.input_value(index))
@@ -367,7 +368,7 @@ def _live(nodes, needed: set, computed: set | None = None) -> list:
     kept = []
     for node in reversed(nodes):
         outputs = node.output
-        if any(name in needed for name in outputs):
+        if not needed.isdisjoint(outputs):
             kept.append(node)
             needed.update(node.input)
             if computed is not None:
@@ -436,13 +437,14 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     each FakeQuantize kept in the exact form, with the reason)."""
     if int8 not in INT8_FORMS:
         raise ConversionError(f"unknown int8 form {int8!r}; choose one of {', '.join(INT8_FORMS)}")
-    refused = refused_model_form(ov_model)
+    op_types = {op.get_type_name() for op in ov_model.get_ordered_ops()}  # (one scan for both model-form checks)
+    refused = refused_model_form(op_types)
     if refused:
         raise ConversionError(f"cannot import {source} into ONNX: {refused}")
     ctx = Context()
     ctx.shared.progress = _Progress(source, progress)
     ctx.shared.int8 = int8
-    ctx.shared.passthrough, beam_idx = beam_gathers(ov_model)
+    ctx.shared.passthrough, beam_idx = beam_gathers(ov_model, op_types)
     ops = ctx.walk(ov_model)
     ctx.shared.progress.done()
     shared = ctx.shared
