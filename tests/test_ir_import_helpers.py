@@ -274,3 +274,20 @@ def test_out_type_asks_openvino_once_per_output_of_the_current_node():
     ctx.begin(other)
     ctx.out_type(other)
     assert other.asked == 3
+
+
+@pytest.mark.parametrize("op_type, domain", [("If", ""), ("Loop", ""), ("Custom", "org.openvinotoolkit")])
+def test_live_keeps_what_subgraphs_read(op_type, domain):
+    """_live looks into the graph attributes of the standard control-flow ops and of any other-domain node."""
+    from onnx import TensorProto, helper
+
+    from converters.openvino_ir._importer import _live
+
+    body = helper.make_graph([helper.make_node("Identity", ["outer"], ["inner"])], "body", [],
+                             [helper.make_tensor_value_info("inner", TensorProto.FLOAT, [])])
+    outer = helper.make_node("Relu", ["x"], ["outer"])
+    dead = helper.make_node("Relu", ["x"], ["dead"])
+    reader = helper.make_node(op_type, ["c"], ["y"], domain=domain, body=body)
+    computed = set()
+    assert _live([outer, dead, reader], {"y"}, computed) == [outer, reader]
+    assert computed == {"outer", "y"}
