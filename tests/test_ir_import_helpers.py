@@ -291,3 +291,26 @@ def test_live_keeps_what_subgraphs_read(op_type, domain):
     computed = set()
     assert _live([outer, dead, reader], {"y"}, computed) == [outer, reader]
     assert computed == {"outer", "y"}
+
+
+class _Named:
+    def __init__(self, friendly):
+        self.friendly = friendly
+
+    def get_friendly_name(self):
+        return self.friendly
+
+
+def test_record_names_maps_computed_outputs_of_unambiguous_ops_in_op_order():
+    import json
+
+    import onnx
+
+    from converters.openvino_ir._importer import NAMES_KEY, _record_names
+
+    walked = [(_Named("a"), "n1"), (_Named("dup"), "n2"), (_Named("dup"), "n3"), (_Named("b"), "n4")]
+    names = {("n4", 1): "v4b", ("n1", 1): "constant", ("n4", 0): "v4a", ("n2", 0): "v2", ("n1", 0): "v1"}
+    model = onnx.ModelProto()
+    _record_names(model, walked, names, computed={"v1", "v2", "v4a", "v4b"})
+    recorded = next(p.value for p in model.metadata_props if p.key == NAMES_KEY)
+    assert recorded == json.dumps({"a:0": "v1", "b:0": "v4a", "b:1": "v4b"}, separators=(",", ":"))

@@ -163,20 +163,21 @@ class Context:
         return name
 
     # -- graphs and bodies --------------------------------------------------------------------------
-    def walk(self, ov_model, *, body: bool = False) -> list:
-        """Convert every op of `ov_model` into this graph; returns the ops in the order walked. In a body,
+    def walk(self, ov_model, *, body: bool = False) -> list[tuple[object, str]]:
+        """Convert every op of `ov_model` into this graph; returns (op, its name) in the order walked. In a body,
         Parameters must be bound first (`bind`); problems and unsupported ops are collected in the shared state
         (one error at the end)."""
         shared = self.shared
         outer = self.node
         qdq = shared.int8 == "qdq"
-        ops = ov_model.get_ordered_ops()
-        for node in ops:
+        walked = []
+        for node in ov_model.get_ordered_ops():
             shared.visited += 1
             if shared.progress is not None:
                 shared.progress.tick(shared.visited)
             # each fact about the node asked of OpenVINO once (a call costs 0.5-3 us; ~40% of the walk's own time)
             type_name, name = node.get_type_name(), node.get_name()
+            walked.append((node, name))
             if body and type_name == "Parameter":
                 if (name, 0) not in shared.names:
                     shared.problems.append(f"{op_label(outer)} {outer.get_friendly_name()!r}: body parameter "
@@ -204,7 +205,7 @@ class Context:
             except Unsupported as reason:
                 shared.problems.append(f"{op_label(node)} {node.get_friendly_name()!r}: {reason}")
         self.begin(outer)
-        return ops
+        return walked
 
     def body(self) -> "Context":
         """A Context for a subgraph of the current node (If branch, Loop body)."""
@@ -455,7 +456,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     ctx.shared.progress = _Progress(source, progress)
     ctx.shared.int8 = int8
     ctx.shared.passthrough, beam_idx = beam_gathers(ov_model, op_types)
-    ops = ctx.walk(ov_model)
+    walked = ctx.walk(ov_model)
     ctx.shared.progress.done()
     shared = ctx.shared
     state_inputs, state_outputs = _state_ports(ctx)
@@ -487,7 +488,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
     _write_initializers(model, ctx.initializers, referenced, defer, mapped)
     mapped.flush()  # (while OpenVINO's mapping surely exists: later, only written deferred arrays are added)
-    _record_names(model, ops, shared.names, computed)
+    _record_names(model, walked, shared.names, computed)
     return model
 
 
@@ -581,18 +582,21 @@ def _write_initializers(model: onnx.ModelProto, initializers: list, referenced: 
 NAMES_KEY = "openvino_names"
 
 
-def _record_names(model: onnx.ModelProto, ordered_ops: list, names: dict, computed: set) -> None:
+def _record_names(model: onnx.ModelProto, walked: list, names: dict, computed: set) -> None:
     """Which ONNX value is which OpenVINO op output (main graph, values some node of it computes: `computed`;
-    ambiguous friendly names left out): what `onnx-bridge compare` exposes to find where two runtimes part."""
-    ops = [(op, op.get_friendly_name()) for op in ordered_ops]
+    ambiguous friendly names left out): what `onnx-bridge compare` exposes to find where two runtimes part.
+    `walked`: (op, name) of the main graph's ops, in order."""
+    ops = [(name, op.get_friendly_name()) for op, name in walked]
+    computed_ports: dict[str, list[int]] = {}  # op name -> its outputs whose value a node computes
+    for (op_name, index), value in names.items():
+        if value in computed:
+            computed_ports.setdefault(op_name, []).append(index)
     found, seen = {}, Counter(friendly for _, friendly in ops)
-    for op, friendly in ops:
-        if seen[friendly] > 1:
+    for name, friendly in ops:
+        if seen[friendly] > 1 or name not in computed_ports:
             continue
-        for index in range(op.get_output_size()):
-            value = names.get((op.get_name(), index))
-            if value in computed:
-                found[f"{friendly}:{index}"] = value
+        for index in sorted(computed_ports[name]):
+            found[f"{friendly}:{index}"] = names[(name, index)]
     model.metadata_props.add(key=NAMES_KEY, value=json.dumps(found, separators=(",", ":")))
 
 
