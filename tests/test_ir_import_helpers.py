@@ -211,3 +211,106 @@ def test_graph_add_keeps_a_large_transposed_weight_as_a_view():
     graph.add("transposed", base.T)
     assert not released and np.shares_memory(graph.values["transposed"], base)
     np.testing.assert_array_equal(graph.values["transposed"], base.T)
+
+
+def test_real_type_names_are_openvinos_real_types():
+    """_types.REAL_TYPE_NAMES stands in for ov.Type.is_real() (the walk knows a Constant's type name already)."""
+    ov = pytest.importorskip("openvino")
+    from converters.openvino_ir._types import REAL_TYPE_NAMES
+
+    types = [value for value in vars(ov.Type).values() if isinstance(value, ov.Type)]
+    assert len(types) > 10
+    assert {t.get_type_name() for t in types if t.is_real()} == REAL_TYPE_NAMES
+
+
+# (attributes of a node): every kind _make_node sets directly, and ones it hands to helper.make_attribute
+MAKE_NODE_CASES = [
+    {},
+    {"to": 1},
+    {"epsilon": 1e-5, "axis": -1},
+    {"mode": "nearest", "coordinate_transformation_mode": "asymmetric"},
+    {"pads": [1, 1, 1, 1], "strides": (2, 2), "group": 3},
+    {"scales": [0.5, 2.0]},
+    {"skipped": None, "perm": [0, 2, 1]},
+    {"names": ["a", "b"], "mixed": [1, 2.0]},
+]
+
+
+@pytest.mark.parametrize("attributes", MAKE_NODE_CASES)
+def test_make_node_is_helper_make_node(attributes):
+    from onnx import helper
+
+    from converters.openvino_ir._importer import _make_node
+
+    made = _make_node("Op", ["x", "y"], ["z"], "node", "", attributes)
+    expected = helper.make_node("Op", ["x", "y"], ["z"], name="node", domain="",
+                                **{key: value for key, value in attributes.items() if value is not None})
+    assert made.SerializeToString() == expected.SerializeToString()
+
+
+class _CountingNode:
+    """An OpenVINO node stand-in counting the element type questions asked of it."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def get_output_element_type(self, index):
+        self.asked += 1
+        return self
+
+    def get_type_name(self):
+        return "f32"
+
+
+def test_out_type_asks_openvino_once_per_output_of_the_current_node():
+    from converters.openvino_ir._importer import Context
+
+    ctx, current, other = Context(), _CountingNode(), _CountingNode()
+    ctx.begin(current)
+    assert [ctx.out_type(current), ctx.out_type(current), ctx.out_elem(current)] == ["f32", "f32", 1]
+    assert current.asked == 1
+    ctx.out_type(other), ctx.out_type(other)
+    assert other.asked == 2  # not the node being converted: not cached
+    ctx.begin(other)
+    ctx.out_type(other)
+    assert other.asked == 3
+
+
+@pytest.mark.parametrize("op_type, domain", [("If", ""), ("Loop", ""), ("Custom", "org.openvinotoolkit")])
+def test_live_keeps_what_subgraphs_read(op_type, domain):
+    """_live looks into the graph attributes of the standard control-flow ops and of any other-domain node."""
+    from onnx import TensorProto, helper
+
+    from converters.openvino_ir._importer import _live
+
+    body = helper.make_graph([helper.make_node("Identity", ["outer"], ["inner"])], "body", [],
+                             [helper.make_tensor_value_info("inner", TensorProto.FLOAT, [])])
+    outer = helper.make_node("Relu", ["x"], ["outer"])
+    dead = helper.make_node("Relu", ["x"], ["dead"])
+    reader = helper.make_node(op_type, ["c"], ["y"], domain=domain, body=body)
+    computed = set()
+    assert _live([outer, dead, reader], {"y"}, computed) == [outer, reader]
+    assert computed == {"outer", "y"}
+
+
+class _Named:
+    def __init__(self, friendly):
+        self.friendly = friendly
+
+    def get_friendly_name(self):
+        return self.friendly
+
+
+def test_record_names_maps_computed_outputs_of_unambiguous_ops_in_op_order():
+    import json
+
+    import onnx
+
+    from converters.openvino_ir._importer import NAMES_KEY, _record_names
+
+    walked = [(_Named("a"), "n1"), (_Named("dup"), "n2"), (_Named("dup"), "n3"), (_Named("b"), "n4")]
+    names = {("n4", 1): "v4b", ("n1", 1): "constant", ("n4", 0): "v4a", ("n2", 0): "v2", ("n1", 0): "v1"}
+    model = onnx.ModelProto()
+    _record_names(model, walked, names, computed={"v1", "v2", "v4a", "v4b"})
+    recorded = next(p.value for p in model.metadata_props if p.key == NAMES_KEY)
+    assert recorded == json.dumps({"a:0": "v1", "b:0": "v4a", "b:1": "v4b"}, separators=(",", ":"))

@@ -24,7 +24,8 @@ from ..model_io import Weights
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
-from ._types import MappedPages, Unpacked, constant_array, deferred_constant, fill_tensor, onnx_type, value_info
+from ._types import (REAL_TYPE_NAMES, MappedPages, Unpacked, constant_array, deferred_constant, fill_tensor,
+                     onnx_type, value_info)
 from .rules.attention import scores_scale_into_dequantize
 from .rules.quantization import (CHANGED_BY_OPSET_21, MICROSOFT, GraphIndex, dequantized_weights,
                                  quantized_frames_as_channels)
@@ -83,6 +84,10 @@ class Context:
         self.node = None  # the OpenVINO node being converted
         self.is_body = False
         self._emitted = 0  # nodes emitted for the current OpenVINO node
+        # the current node's facts asked of OpenVINO once (every emitted node and temp name carries the friendly
+        # name; the walk, _limits_only and the rules read output element types)
+        self._friendly: str | None = None
+        self._out_types: dict[int, str] = {}  # output index -> element type name
 
     @property
     def initializers(self) -> list[tuple[str, int, np.ndarray]]:
@@ -93,7 +98,13 @@ class Context:
         return self.shared.uses_dialect
 
     def begin(self, node) -> None:
-        self.node, self._emitted = node, 0
+        self.node, self._emitted, self._friendly, self._out_types = node, 0, None, {}
+
+    def friendly_name(self) -> str:
+        """The friendly name of the OpenVINO node being converted."""
+        if self._friendly is None:
+            self._friendly = self.node.get_friendly_name()
+        return self._friendly
 
     # -- names -------------------------------------------------------------------------------------
     def unique(self, wanted: str) -> str:
@@ -104,7 +115,8 @@ class Context:
         node = output.get_node()
         key = (node.get_name(), output.get_index())
         names_of = self.shared.names
-        if key not in names_of:
+        name = names_of.get(key)
+        if name is None:
             names = sorted(output.get_names())
             if names:
                 wanted = names[0]
@@ -112,11 +124,11 @@ class Context:
                 wanted = node.get_friendly_name()
                 if node.get_output_size() > 1:
                     wanted += f":{output.get_index()}"
-            names_of[key] = self.unique(wanted)
+            name = names_of[key] = self.unique(wanted)
             limit = self.shared.unread_limits.pop(key[0], None)
             if limit is not None:  # a FakeQuantize limit a rule reads by name after all: emitted now
                 find(limit)(self, limit)
-        return names_of[key]
+        return name
 
     def inp(self, node, index: int) -> str:
         return self.value(node.input_value(index))
@@ -125,13 +137,13 @@ class Context:
         return self.value(node.output(index))
 
     def temp(self, hint: str) -> str:
-        return self.unique(f"{self.node.get_friendly_name()}/{hint}")
+        return self.unique(f"{self.friendly_name()}/{hint}")
 
     # -- emission ----------------------------------------------------------------------------------
     def emit(self, op_type: str, inputs, outputs=None, *, domain: str = "", **attributes) -> str:
         """Add one ONNX node; `outputs` defaults to one fresh name. Returns the first output's name."""
         outputs = list(outputs) if outputs is not None else [self.temp(op_type.lower())]
-        base = self.node.get_friendly_name() if self.node is not None else "graph"
+        base = self.friendly_name() if self.node is not None else "graph"
         name = _unique(base if self._emitted == 0 else f"{base}/{op_type}", self.shared.node_names)
         self._emitted += 1
         self.nodes.append(_make_node(op_type, inputs, outputs, name, domain, attributes))
@@ -151,40 +163,49 @@ class Context:
         return name
 
     # -- graphs and bodies --------------------------------------------------------------------------
-    def walk(self, ov_model, *, body: bool = False) -> None:
-        """Convert every op of `ov_model` into this graph. In a body, Parameters must be bound first
-        (`bind`); problems and unsupported ops are collected in the shared state (one error at the end)."""
+    def walk(self, ov_model, *, body: bool = False) -> list[tuple[object, str]]:
+        """Convert every op of `ov_model` into this graph; returns (op, its name) in the order walked. In a body,
+        Parameters must be bound first (`bind`); problems and unsupported ops are collected in the shared state
+        (one error at the end)."""
         shared = self.shared
         outer = self.node
+        qdq = shared.int8 == "qdq"
+        walked = []
         for node in ov_model.get_ordered_ops():
             shared.visited += 1
             if shared.progress is not None:
                 shared.progress.tick(shared.visited)
-            if body and node.get_type_name() == "Parameter":
-                if (node.get_name(), 0) not in shared.names:
+            # each fact about the node asked of OpenVINO once (a call costs 0.5-3 us; ~40% of the walk's own time)
+            type_name, name = node.get_type_name(), node.get_name()
+            walked.append((node, name))
+            if body and type_name == "Parameter":
+                if (name, 0) not in shared.names:
                     shared.problems.append(f"{op_label(outer)} {outer.get_friendly_name()!r}: body parameter "
                                            f"{node.get_friendly_name()!r} is not connected")
                 continue
-            if node.get_name() in shared.passthrough:
-                if (node.get_name(), 0) not in shared.names:  # not bound by the rule that took it (rules/conv.py)
+            if name in shared.passthrough:
+                if (name, 0) not in shared.names:  # not bound by the rule that took it (rules/conv.py)
                     self.bind(node.output(0), self.inp(node, 0))
                 continue
-            if shared.int8 == "qdq" and _limits_only(node):
-                shared.unread_limits[node.get_name()] = node
+            self.begin(node)
+            if qdq and type_name == "Constant" and _limits_only(node, self.out_type(node)):
+                shared.unread_limits[name] = node
                 continue
             handler = find(node)
             if handler is None:
                 shared.missing[op_label(node)] += 1
                 continue
-            self.begin(node)
             try:
-                for index in range(node.get_output_size()):
-                    if not (node.get_type_name() == "Constant" and deferred_constant(node)):
+                if type_name != "Constant":
+                    for index in range(node.get_output_size()):
                         self.out_elem(node, index)
+                elif not deferred_constant(self.out_type(node)):
+                    self.out_elem(node)
                 handler(self, node)
             except Unsupported as reason:
                 shared.problems.append(f"{op_label(node)} {node.get_friendly_name()!r}: {reason}")
         self.begin(outer)
+        return walked
 
     def body(self) -> "Context":
         """A Context for a subgraph of the current node (If branch, Loop body)."""
@@ -229,7 +250,16 @@ class Context:
         return _checked_type(node.get_input_element_type(index), f"input {index}")
 
     def out_elem(self, node, index: int = 0) -> int:
-        return _checked_type(node.get_output_element_type(index), f"output {index}")
+        return _checked_type(self.out_type(node, index), f"output {index}")
+
+    def out_type(self, node, index: int = 0) -> str:
+        """OpenVINO element type name of output `index` of `node` (of the node being converted: asked once)."""
+        if node is not self.node:
+            return node.get_output_element_type(index).get_type_name()
+        cached = self._out_types.get(index)
+        if cached is None:
+            cached = self._out_types[index] = node.get_output_element_type(index).get_type_name()
+        return cached
 
     def rank(self, node, index: int) -> int | None:
         rank = node.get_input_partial_shape(index).rank
@@ -265,15 +295,15 @@ class Context:
 _ATTRIBUTE = onnx.AttributeProto
 
 
-def _limits_only(node) -> bool:
-    """Whether `node` is a float Constant read only as FakeQuantize limits (inputs 1-4). The QDQ form reads
-    their values (Context.const_value), never the constants themselves: such a Constant is emitted only when a
-    rule asks for its name (Context.value; a FakeQuantize kept in the exact form), else skipped, with the
-    naming and the initializer (about a third of an nncf model's ops)."""
-    if node.get_type_name() != "Constant" or not node.get_output_element_type(0).is_real():
+def _limits_only(constant, type_name: str) -> bool:
+    """Whether a Constant of element type `type_name` is a float read only as FakeQuantize limits (inputs 1-4).
+    The QDQ form reads their values (Context.const_value), never the constants themselves: such a Constant is
+    emitted only when a rule asks for its name (Context.value; a FakeQuantize kept in the exact form), else
+    skipped, with the naming and the initializer (about a third of an nncf model's ops)."""
+    if type_name not in REAL_TYPE_NAMES:
         return False
     return all(target.get_index() > 0 and target.get_node().get_type_name() == "FakeQuantize"
-               for target in node.output(0).get_target_inputs())
+               for target in constant.output(0).get_target_inputs())
 
 
 def _utf8(text: str) -> bool:
@@ -286,49 +316,81 @@ def _utf8(text: str) -> bool:
 
 def _make_node(op_type: str, inputs, outputs, name: str, domain: str, attributes: dict) -> onnx.NodeProto:
     """helper.make_node, with the common attribute kinds (int, float, str, lists of ints or floats) set
-    directly: make_attribute's generic type checks cost more than the rest of an op's conversion."""
-    node = onnx.NodeProto(op_type=op_type, name=name, domain=domain)
+    directly: make_attribute's generic type checks cost more than the rest of an op's conversion. Fields are
+    assigned one by one: the keyword constructors of upb messages cost more (measured on the nodes of four real
+    IRs: 0.78x make_node's previous form)."""
+    node = onnx.NodeProto()
+    node.op_type, node.name, node.domain = op_type, name, domain
     node.input.extend(inputs)
     node.output.extend(outputs)
-    for key in sorted(attributes):
-        value = attributes[key]
-        if value is None:
-            continue
-        kind = type(value)
-        if kind is int:
-            node.attribute.add(name=key, type=_ATTRIBUTE.INT, i=value)
-        elif kind is float:
-            node.attribute.add(name=key, type=_ATTRIBUTE.FLOAT, f=value)
-        elif kind is str:
-            node.attribute.add(name=key, type=_ATTRIBUTE.STRING, s=value.encode())
-        elif kind in (list, tuple) and value and all(type(v) is int for v in value):
-            node.attribute.add(name=key, type=_ATTRIBUTE.INTS, ints=value)
-        elif kind in (list, tuple) and value and all(type(v) is float for v in value):
-            node.attribute.add(name=key, type=_ATTRIBUTE.FLOATS, floats=value)
-        else:
-            node.attribute.append(helper.make_attribute(key, value))
+    if attributes:
+        for key in sorted(attributes):
+            _add_attribute(node, key, attributes[key])
     return node
 
 
+def _add_attribute(node: onnx.NodeProto, key: str, value) -> None:
+    if value is None:
+        return
+    kind = type(value)
+    if kind is int:
+        attribute = node.attribute.add()
+        attribute.name, attribute.type, attribute.i = key, _ATTRIBUTE.INT, value
+    elif kind is float:
+        attribute = node.attribute.add()
+        attribute.name, attribute.type, attribute.f = key, _ATTRIBUTE.FLOAT, value
+    elif kind is str:
+        attribute = node.attribute.add()
+        attribute.name, attribute.type, attribute.s = key, _ATTRIBUTE.STRING, value.encode()
+    elif kind in (list, tuple) and value and all(type(v) is int for v in value):
+        attribute = node.attribute.add()
+        attribute.name, attribute.type = key, _ATTRIBUTE.INTS
+        attribute.ints.extend(value)
+    elif kind in (list, tuple) and value and all(type(v) is float for v in value):
+        attribute = node.attribute.add()
+        attribute.name, attribute.type = key, _ATTRIBUTE.FLOATS
+        attribute.floats.extend(value)
+    else:
+        node.attribute.append(helper.make_attribute(key, value))
+
+
 def _checked_type(ov_type, where: str) -> int:
+    """ONNX element type of an ov.Type or its name; Unsupported when ONNX cannot carry it."""
     code = onnx_type(ov_type)
     if code is None:
-        raise Unsupported(f"{where} has element type {ov_type.get_type_name()}, which ONNX cannot carry")
+        name = ov_type if isinstance(ov_type, str) else ov_type.get_type_name()
+        raise Unsupported(f"{where} has element type {name}, which ONNX cannot carry")
     return code
 
 
-def _live(nodes, needed: set) -> list:
+def _live(nodes, needed: set, computed: set | None = None) -> list:
     """The nodes that contribute to `needed` (rules may leave dead nodes behind, e.g. f16 decompression
-    subgraphs re-emitted in f32)."""
+    subgraphs re-emitted in f32); `computed` receives their outputs."""
     kept = []
     for node in reversed(nodes):
-        if any(name in needed for name in node.output):
+        outputs = node.output[:]  # (a slice is one list made in protobuf's C code)
+        if not needed.isdisjoint(outputs):
             kept.append(node)
-            needed.update(node.input)
-            for attribute in node.attribute:
-                for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else attribute.graphs):
-                    _referenced(sub, needed)
+            needed.update(node.input[:])
+            if computed is not None:
+                computed.update(outputs)
+            if node.domain or node.op_type in _SUBGRAPH_OPS:  # (reading attributes costs ~45% of the pass)
+                _subgraphs_read(node, needed)
     return kept[::-1]
+
+
+#: The standard ONNX ops with graph attributes; a node of another domain is looked into as well
+_SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
+def _subgraphs_read(node: onnx.NodeProto, needed: set) -> None:
+    """Every value the subgraphs of `node`'s attributes read, into `needed`."""
+    for attribute in node.attribute:
+        if attribute.type == _ATTRIBUTE.GRAPH:
+            _referenced(attribute.g, needed)
+        elif attribute.type == _ATTRIBUTE.GRAPHS:
+            for sub in attribute.graphs:
+                _referenced(sub, needed)
 
 
 def _referenced(graph: onnx.GraphProto, into: set) -> set:
@@ -386,14 +448,15 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     each FakeQuantize kept in the exact form, with the reason)."""
     if int8 not in INT8_FORMS:
         raise ConversionError(f"unknown int8 form {int8!r}; choose one of {', '.join(INT8_FORMS)}")
-    refused = refused_model_form(ov_model)
+    op_types = {op.get_type_name() for op in ov_model.get_ordered_ops()}  # (one scan for both model-form checks)
+    refused = refused_model_form(op_types)
     if refused:
         raise ConversionError(f"cannot import {source} into ONNX: {refused}")
     ctx = Context()
     ctx.shared.progress = _Progress(source, progress)
     ctx.shared.int8 = int8
-    ctx.shared.passthrough, beam_idx = beam_gathers(ov_model)
-    ctx.walk(ov_model)
+    ctx.shared.passthrough, beam_idx = beam_gathers(ov_model, op_types)
+    walked = ctx.walk(ov_model)
     ctx.shared.progress.done()
     shared = ctx.shared
     state_inputs, state_outputs = _state_ports(ctx)
@@ -416,7 +479,8 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
         quantized_frames_as_channels(index, ctx.outputs.values(), shared.clip_shapes, mapped.release)
         scores_scale_into_dequantize(index, ctx.outputs.values(), ctx.unique)
     referenced = {o.name for o in outputs}  # then every value a kept node (or its subgraphs) reads
-    live = _live(ctx.nodes, referenced)
+    computed = set()  # (the values the main graph's nodes compute, for _record_names)
+    live = _live(ctx.nodes, referenced, computed)
     model = helper.make_model(helper.make_graph([], ov_model.get_friendly_name() or "openvino_model", inputs,
                                                 outputs),
                               opset_imports=_opset_imports(ctx, live, source), ir_version=IR_VERSION,
@@ -424,7 +488,7 @@ def import_model(ov_model, *, source: str = "model", doc: str | None = None,
     model.graph.node.extend(live)  # (make_model copies its graph: nodes and constants are added after)
     _write_initializers(model, ctx.initializers, referenced, defer, mapped)
     mapped.flush()  # (while OpenVINO's mapping surely exists: later, only written deferred arrays are added)
-    _record_names(model, ov_model, shared.names)
+    _record_names(model, walked, shared.names, computed)
     return model
 
 
@@ -480,7 +544,8 @@ def _drop_unread_unpacked(ctx: Context, outputs: list) -> None:
 def _opset_imports(ctx: Context, live: list, source: str) -> list:
     """The model's opset imports: the highest opset a live node needs (4-bit weights: DequantizeLinear-21,
     refused where that changes another op), com.microsoft and the dialect when used."""
-    opset = max([TARGET_OPSET] + [ctx.shared.opset_of.get(n.output[0], 0) for n in live])
+    opset_of = ctx.shared.opset_of  # (empty unless 4-bit weights: then each live node's output is looked up)
+    opset = max([TARGET_OPSET] + [opset_of.get(n.output[0], 0) for n in live]) if opset_of else TARGET_OPSET
     if opset > TARGET_OPSET:  # 4-bit weights: DequantizeLinear-21 (rules/quantization/compressed_weights.py)
         changed = sorted({f"{n.op_type} ({CHANGED_BY_OPSET_21[n.op_type]})" for n in live
                           if n.op_type in CHANGED_BY_OPSET_21})
@@ -517,19 +582,21 @@ def _write_initializers(model: onnx.ModelProto, initializers: list, referenced: 
 NAMES_KEY = "openvino_names"
 
 
-def _record_names(model: onnx.ModelProto, ov_model, names: dict) -> None:
-    """Which ONNX value is which OpenVINO op output (main graph, values some node computes; ambiguous
-    friendly names left out): what `onnx-bridge compare` exposes to find where two runtimes part."""
-    computed = {output for node in model.graph.node for output in node.output}
-    ops = [(op, op.get_friendly_name()) for op in ov_model.get_ordered_ops()]
+def _record_names(model: onnx.ModelProto, walked: list, names: dict, computed: set) -> None:
+    """Which ONNX value is which OpenVINO op output (main graph, values some node of it computes: `computed`;
+    ambiguous friendly names left out): what `onnx-bridge compare` exposes to find where two runtimes part.
+    `walked`: (op, name) of the main graph's ops, in order."""
+    ops = [(name, op.get_friendly_name()) for op, name in walked]
+    computed_ports: dict[str, list[int]] = {}  # op name -> its outputs whose value a node computes
+    for (op_name, index), value in names.items():
+        if value in computed:
+            computed_ports.setdefault(op_name, []).append(index)
     found, seen = {}, Counter(friendly for _, friendly in ops)
-    for op, friendly in ops:
-        if seen[friendly] > 1:
+    for name, friendly in ops:
+        if seen[friendly] > 1 or name not in computed_ports:
             continue
-        for index in range(op.get_output_size()):
-            value = names.get((op.get_name(), index))
-            if value in computed:
-                found[f"{friendly}:{index}"] = value
+        for index in sorted(computed_ports[name]):
+            found[f"{friendly}:{index}"] = names[(name, index)]
     model.metadata_props.add(key=NAMES_KEY, value=json.dumps(found, separators=(",", ":")))
 
 

@@ -17,6 +17,10 @@ UNSIGNED_CODES = frozenset(NUMPY_TO_ONNX[dtype] for dtype in INTEGER_TYPES if dt
 FLOAT_CODES = frozenset(NUMPY_TO_ONNX[dtype] for dtype in FLOAT_TYPES)
 
 
+#: Names of the element types ov.Type.is_real() holds for (a name is known without asking OpenVINO again)
+REAL_TYPE_NAMES = frozenset({"f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2", "f8e8m0", "f4e2m1"})
+
+
 def onnx_type(ov_type) -> int | None:
     """ONNX element type of an ov.Type (or its name); None when ONNX cannot carry it (u1, i4, nf4, ...)."""
     name = ov_type if isinstance(ov_type, str) else ov_type.get_type_name()
@@ -37,10 +41,10 @@ def carried_type(ov_type) -> int | None:
 BITS = "u1"
 
 
-def deferred_constant(constant) -> bool:
-    """Whether a Constant's element type is one ONNX cannot carry as it is (u4/i4 unpacked, u1 read by its reader)."""
-    name = constant.get_output_element_type(0).get_type_name()
-    return name in CARRIED or name == BITS
+def deferred_constant(type_name: str) -> bool:
+    """Whether a Constant's element type (its name) is one ONNX cannot carry as it is (u4/i4 unpacked, u1 read by
+    its reader)."""
+    return type_name in CARRIED or type_name == BITS
 
 
 def unpack_nibbles(packed: np.ndarray, signed: bool, shape) -> np.ndarray:
@@ -89,13 +93,14 @@ def numpy_type(code: int) -> np.dtype:
     return ONNX_TO_NUMPY[code]
 
 
-def constant_array(constant) -> np.ndarray:
+def constant_array(constant, type_name: str | None = None) -> np.ndarray:
     """The value of an OpenVINO Constant node as a numpy array of the matching dtype: a read-only view of
-    OpenVINO's (often memory-mapped) weights, never a copy (the array keeps the Constant alive).
+    OpenVINO's (often memory-mapped) weights, never a copy (the array keeps the Constant alive). `type_name`:
+    its element type's name when the caller has it (saves asking OpenVINO again).
 
     Constant.get_data() hands bf16 back as raw bits typed float16; reinterpret them as bfloat16.
     """
-    type_name = constant.get_element_type().get_type_name()
+    type_name = type_name or constant.get_element_type().get_type_name()
     if type_name == "string":   # byte strings as str (bytes that are not UTF-8 kept as surrogate escapes)
         raw = np.asarray(constant.get_tensor_view().bytes_data)
         return np.array([b.decode("utf-8", "surrogateescape") for b in raw.reshape(-1).tolist()] or [],

@@ -108,4 +108,6 @@ def _identity_before(ctx, activation, channels: int) -> None:
     """The activation reads its input through a 1×1 depthwise Conv with weights 1 (no bias), placed before it."""
     weights = ctx.const(np.ones((channels, 1, 1, 1), np.float32), "identity_weights")
     activation.input[0] = ctx.emit("Conv", [activation.input[0], weights], group=channels)
-    ctx.nodes.insert(ctx.nodes.index(activation), ctx.nodes.pop())
+    conv = ctx.nodes.pop()
+    # (by identity from the end, where the activation is: list.index compares messages from the start)
+    ctx.nodes.insert(next(i for i in range(len(ctx.nodes) - 1, -1, -1) if ctx.nodes[i] is activation), conv)

@@ -263,6 +263,8 @@ def _negated_convolution(ctx, node) -> str | None:
         onnx_node = ctx.nodes[index]
         if onnx_node.output and names.get(onnx_node.output[0]) == onnx_node.op_type:
             found[onnx_node.op_type] = index
+            if len(found) == len(names):  # (one node computes each name: the rest of the window cannot match)
+                break
     if len(found) != len(names) or "" in ctx.nodes[found["Conv"]].input[1:] or (
             bias is not None and ctx.nodes[found["Add"]].input[1 - bias] != ctx.value(convolution_out)):
         return None

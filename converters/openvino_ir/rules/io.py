@@ -22,7 +22,8 @@ def parameter(ctx, node):
       refuses=("u4/i4 read by anything but Convert: the 4-bit range is not carried",
                "u1 read by anything but BinaryConvolution's weights (which it unpacks itself)"))
 def constant(ctx, node):
-    if node.get_output_element_type(0).get_type_name() == BITS:
+    type_name = ctx.out_type(node)
+    if type_name == BITS:
         # bits: BinaryConvolution unpacks its u1 weights itself; nothing else reads them
         readers = {(target.get_node().get_type_name(), target.get_index())
                    for target in node.output(0).get_target_inputs()}
@@ -31,16 +32,16 @@ def constant(ctx, node):
                 f"{name} input {index}" for name, index in readers - {("BinaryConvolution", 1)}))
                 + " (only BinaryConvolution's weights)")
         return
-    carried = carried_type(node.get_output_element_type(0))
+    carried = carried_type(type_name)
     if carried is not None:
         # u4/i4 are carried unpacked in uint8/int8: exact for a Convert, not for arithmetic in 4 bits
         readers = {target.get_node().get_type_name() for target in node.output(0).get_target_inputs()}
         if readers - {"Convert"}:
-            raise Unsupported(f"a {node.get_output_element_type(0).get_type_name()} constant read by "
+            raise Unsupported(f"a {type_name} constant read by "
                               f"{', '.join(sorted(readers - {'Convert'}))} (only Convert)")
         ctx.initializers.append((ctx.out(node), carried, Unpacked(node)))  # unpacked if a node reads it
         return
-    ctx.const(constant_array(node), name=ctx.out(node))
+    ctx.const(constant_array(node, type_name), name=ctx.out(node))
 
 
 @rule("Result", versions=(1,),

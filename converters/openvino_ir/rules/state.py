@@ -50,11 +50,11 @@ def order_key(variable_id: str, position: int) -> tuple:
     return 1, 0, False, position
 
 
-def beam_gathers(ov_model) -> tuple[set[str], str | None]:
+def beam_gathers(ov_model, op_types: set[str]) -> tuple[set[str], str | None]:
     """(names of the Gather nodes that reorder a past by beam_idx, name of the beam_idx Parameter) when the
-    model is stateful and has optimum-intel's cache reorder; else (set(), None)."""
-    ops = ov_model.get_ordered_ops()
-    if not any(op.get_type_name() == "ReadValue" for op in ops):
+    model (whose op type names are `op_types`) is stateful and has optimum-intel's cache reorder; else
+    (set(), None)."""
+    if "ReadValue" not in op_types:
         return set(), None
     for parameter in ov_model.get_parameters():
         if "beam_idx" not in parameter.output(0).get_names():
@@ -83,9 +83,9 @@ REFUSED_OPS = {
 }
 
 
-def refused_model_form(ov_model) -> str | None:
-    """The reason a model's form cannot convert at all (REFUSED_OPS), or None."""
-    found = sorted({op.get_type_name() for op in ov_model.get_ordered_ops()} & REFUSED_OPS.keys())
+def refused_model_form(op_types: set[str]) -> str | None:
+    """The reason a model of these op type names cannot convert at all (REFUSED_OPS), or None."""
+    found = sorted(op_types & REFUSED_OPS.keys())
     return "; ".join(REFUSED_OPS[name] for name in found) or None
 
 
