@@ -18,7 +18,8 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import bool_map, flag, greedy_nms, maps, native, same_type_arrays
+from ._common import (bool_map, flag, greedy_nms, maps, native, same_type_arrays, stable_argsort_head,
+                      swept_greedy_nms)
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "Proposal"
@@ -127,7 +128,7 @@ def proposal(class_probs, bbox_deltas, image_shape, **attributes):
         big = (min_w <= bx1 - bx0 + offset) & (min_h <= by1 - by0 + offset)
         boxes = np.stack([bx0, by0, bx1, by1], -1).reshape(-1, 4).astype(t)
         kept_score = (big.astype(t) * score).reshape(-1)
-        order = np.argsort(-kept_score.astype(np.float64), kind="stable")[:min(len(kept_score), int(a["pre_nms_topn"]))]
+        order = stable_argsort_head(-kept_score.astype(np.float64), int(a["pre_nms_topn"]))
         kept = _nms(boxes[order], float(F32(a["nms_thresh"])), post, t.type(offset))
         chosen = order[kept]
         out = boxes[chosen]
@@ -156,23 +157,28 @@ def _exp(x):
 
 
 def _nms(boxes, threshold, limit, offset):
-    """Greedy NMS over boxes sorted best first: indices kept, at most `limit`."""
-    x0, y0, x1, y1 = (boxes[:, k] for k in range(4))
+    """Greedy NMS over boxes sorted best first: indices kept, at most `limit`. An IoU above a threshold >= 0
+    needs an x overlap (+ offset): the pairs of one x sweep where the boxes allow it, else blocks of all pairs."""
+    x0, y0, x1, y1 = (np.ascontiguousarray(boxes[:, k]) for k in range(4))
     zero = boxes.dtype.type(0)
 
-    def suppresses(i, j):
-        i, j = i[:, None], j[None, :]
-        overlap = (x0[i] <= x1[j]) & (y0[i] <= y1[j]) & (x0[j] <= x1[i]) & (y0[j] <= y1[i])
-        iw = np.maximum(zero, np.minimum(x1[i], x1[j]) - np.maximum(x0[i], x0[j]) + offset)
-        ih = np.maximum(zero, np.minimum(y1[i], y1[j]) - np.maximum(y0[i], y0[j]) + offset)
+    def suppresses(i, j):                   # i, j: position arrays, elementwise (broadcast)
+        ax0, ay0, ax1, ay1 = (v.take(i) for v in (x0, y0, x1, y1))
+        bx0, by0, bx1, by1 = (v.take(j) for v in (x0, y0, x1, y1))
+        overlap = (ax0 <= bx1) & (ay0 <= by1) & (bx0 <= ax1) & (by0 <= ay1)
+        iw = np.maximum(zero, np.minimum(ax1, bx1) - np.maximum(ax0, bx0) + offset)
+        ih = np.maximum(zero, np.minimum(ay1, by1) - np.maximum(ay0, by0) + offset)
         area = iw * ih
-        a_area = (x1[i] - x0[i] + offset) * (y1[i] - y0[i] + offset)
-        b_area = (x1[j] - x0[j] + offset) * (y1[j] - y0[j] + offset)
+        a_area = (ax1 - ax0 + offset) * (ay1 - ay0 + offset)
+        b_area = (bx1 - bx0 + offset) * (by1 - by0 + offset)
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = np.where(overlap, (area / (a_area + b_area - area)).astype(F32), F32(0))
         return threshold < iou
 
-    return greedy_nms(len(boxes), suppresses, limit)
+    kept = swept_greedy_nms(boxes, float(offset), suppresses, limit) if not threshold < 0 else None
+    if kept is None:
+        kept = greedy_nms(len(boxes), lambda i, j: suppresses(i[:, None], j[None, :]), limit)
+    return kept
 
 
 def _infer(ctx) -> None:
