@@ -112,18 +112,27 @@ def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
     flat = table.reshape(-1, channels)
     base = ((row_level[:, :, None] * table.shape[1] + col_level[:, None, :]) * height * width * data.shape[0]
             + ids[:, None, None])
-    out = None
-    for y in rows:
-        for x in cols:
-            index = base + (y[:, :, None] * width + x[:, None, :]) * data.shape[0]
-            block = np.take(flat, index, axis=0)                                             # [R, PH, PW, C]
-            out = block if out is None else np.maximum(out, block, out=out)
-    out = np.where(empty[..., None], t.type(0), np.maximum(out, lowest)).transpose(0, 3, 1, 2)
-    zero = (data == 0) & np.signbit(data)
-    redo = np.isnan(out) | (out == 0) if zero.any() else np.isnan(out)
-    for r in np.flatnonzero((redo & ~empty[:, None]).any(axis=(1, 2, 3))):
-        out[r] = _max_in_order(data[ids[r]], h0[r], h1[r], w0[r], w1[r], lowest)
-    return np.ascontiguousarray(out)
+    out = np.empty((count, channels, pooled_h, pooled_w), t)
+    blocks = [(y, x) for y in rows for x in cols]
+    running = None
+    for step, (y, x) in enumerate(blocks):
+        index = base + (y[:, :, None] * width + x[:, None, :]) * data.shape[0]
+        block = np.take(flat, index, axis=0)                                                 # [R, PH, PW, C]
+        # the last maximum writes the output's layout (a transposed view) instead of a copy after it
+        target = out.transpose(0, 2, 3, 1) if step == len(blocks) - 1 else running
+        running = block if running is None else np.maximum(running, block, out=target)
+    # a bin's max is below the lowest value only with -inf in the map, NaN only with NaN in it (both checked on
+    # the map, smaller than the output)
+    if (data < lowest).any():
+        np.maximum(out, lowest, out=out)
+    if empty.any():
+        out.transpose(0, 2, 3, 1)[empty] = 0
+    signed_zero = ((data == 0) & np.signbit(data)).any()
+    if signed_zero or np.isnan(data).any():
+        redo = np.isnan(out) | (out == 0) if signed_zero else np.isnan(out)
+        for r in np.flatnonzero((redo & ~empty[:, None]).any(axis=(1, 2, 3))):
+            out[r] = _max_in_order(data[ids[r]], h0[r], h1[r], w0[r], w1[r], lowest)
+    return out
 
 
 def _windows(start, end, limit):
