@@ -157,3 +157,28 @@ def test_proposal_swept_nms_equals_the_blocks(limit, offset, monkeypatch):
     ran = _blocks_only(monkeypatch, proposal)
     assert np.array_equal(swept, proposal._nms(boxes, threshold, limit, np.float32(offset))) and ran
     assert len(swept) == min(limit, len(swept)) and len(swept)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.02, 0.3, 1.0])
+def test_greedy_by_edges_equals_the_one_candidate_loop(density):
+    """Random suppressing pairs (none, sparse, dense, all): the kept positions of the plain greedy loop."""
+    r = np.random.default_rng(int(density * 100))
+    count = 80
+    early, late = np.nonzero(np.triu(r.random((count, count)) < density, 1))
+    shuffle = r.permutation(early.size)
+    edges = set(zip(early.tolist(), late.tolist()))
+    kept: list[int] = []
+    for candidate in range(count):
+        if not any((k, candidate) in edges for k in kept):
+            kept.append(candidate)
+    assert _common.greedy_by_edges(count, early[shuffle], late[shuffle]).tolist() == kept
+
+
+def test_swept_greedy_nms_leaves_heavy_overlap_to_the_blocks():
+    """More swept pairs per candidate than SWEPT_PAIRS_PER_BOX (boxes all over one another): None, the blocks
+    do less work; spread boxes: the sweep."""
+    spread = _axis_boxes(10, 200)
+    heavy = np.repeat(spread[:1], 200, axis=0)
+    never = lambda early, late: np.zeros(early.shape, bool)  # noqa: E731
+    assert _common.swept_greedy_nms(heavy, 0.0, never) is None
+    assert _common.swept_greedy_nms(spread, 0.0, never).tolist() == list(range(200))

@@ -229,20 +229,25 @@ def stable_argsort_head(keys, count: int | None) -> np.ndarray:
     return chosen[np.argsort(keys[chosen], kind="stable")]
 
 
-#: Most swept pairs swept_greedy_nms takes on (their tests are arrays of this size; beyond it greedy_nms's
-#: blocks hold less at once).
-MOST_SWEPT_PAIRS = 1 << 18
+#: Most swept pairs swept_greedy_nms takes on: in all (their tests are arrays of this size) and per candidate
+#: (greedy_nms's blocks test up to a block of 64 pairs per candidate: with more, measured, they are the less work).
+MOST_SWEPT_PAIRS, SWEPT_PAIRS_PER_BOX = 1 << 18, 48
 
 
 def greedy_by_edges(count: int, early, late) -> np.ndarray:
     """Greedy NMS of candidates 0..count-1 (best first) given every suppressing pair (early, late: positions,
     early before late): the positions kept. Taken by early position, each candidate's fate is settled before
-    its edges are read (only an earlier candidate removes it)."""
+    its edges are read (only an earlier candidate removes it); a removed candidate's edges are skipped, so heavy
+    overlap (many edges, few kept) is few steps."""
     by_early = np.argsort(early, kind="stable")
+    sources, starts = np.unique(early[by_early], return_index=True)
+    ends = np.append(starts[1:], by_early.size)
+    late = late[by_early].tolist()
     removed = [False] * count
-    for src, dst in zip(early[by_early].tolist(), late[by_early].tolist()):
-        if not removed[src]:
-            removed[dst] = True
+    for source, start, end in zip(sources.tolist(), starts.tolist(), ends.tolist()):
+        if not removed[source]:
+            for target in late[start:end]:
+                removed[target] = True
     return np.flatnonzero(~np.array(removed, bool))
 
 
@@ -251,15 +256,15 @@ def swept_greedy_nms(boxes, norm: float, suppresses, limit: int | None = None):
     sides overlap (min(x2) - max(x1) + norm > 0, as x_sweep), from the pairs of one x sweep:
     suppresses(early, late) -> bool per pair (position arrays, early before late, elementwise). With `limit`,
     a prefix of the candidates first, 4x longer while it keeps fewer (the kept of a prefix are the first kept of
-    all; the pairs grow with the prefix squared). None where a box is not finite or the sweep finds more than
-    MOST_SWEPT_PAIRS pairs (then greedy_nms's blocks)."""
+    all; the pairs grow with the prefix squared). None where a box is not finite or there are more pairs than
+    the limits above (then greedy_nms's blocks)."""
     if not np.isfinite(boxes).all():
         return None
     total = len(boxes)
     size = total if limit is None else min(total, max(limit + limit // 4, 64))
     while True:
         by_x1, follow = x_sweep(boxes[:size], norm)
-        if int(follow.sum()) > MOST_SWEPT_PAIRS:
+        if int(follow.sum()) > min(MOST_SWEPT_PAIRS, SWEPT_PAIRS_PER_BOX * size):
             return None
         lead, trail = swept_pairs(follow)
         first, second = by_x1[lead], by_x1[trail]
