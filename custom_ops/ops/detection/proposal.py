@@ -11,6 +11,8 @@ Proposal-1 computes the same rois and has no probs output: it imports as this op
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from custom_ops import _checks as check
@@ -26,6 +28,8 @@ OP = "Proposal"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 F32 = np.float32
 FRAMEWORKS = ("", "caffe", "tensorflow")
+#: Anchor grids kept (_anchor_grid): one per (attributes, map size, image size) a process runs.
+ANCHOR_GRIDS_CACHED = 8
 
 DEFAULTS = dict(clip_before_nms=1, clip_after_nms=0, normalize=0, box_size_scale=1.0, box_coordinate_scale=1.0,
                 framework="")
@@ -50,6 +54,28 @@ def anchors(base_size: int, ratios, scales, tensorflow: bool) -> np.ndarray:
     if tensorflow:
         out = out - F32(base_size) * F32(0.5)
     return out.astype(F32)
+
+
+@functools.lru_cache(maxsize=ANCHOR_GRIDS_CACHED)
+def _anchor_grid(base_size, ratios, scales, tensorflow, stride, height, width, img_w_bits, img_h_bits):
+    """The anchors over the feature map: widths, heights and centres [H, W, A] (F32; tensorflow: clipped to the
+    image, its F32 width and height as bits). Read-only: cached, as a model calls with the same attributes and
+    map size each time."""
+    offset = F32(0) if tensorflow else F32(1)
+    img_w, img_h = (np.uint32(bits).view(F32) for bits in (img_w_bits, img_h_bits))
+    base = anchors(base_size, ratios, scales, tensorflow)                            # [A, 4]
+    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")    # [H, W]
+    x = ((rows if tensorflow else cols) * stride).astype(F32)[..., None]            # [H, W, 1]
+    y = ((cols if tensorflow else rows) * stride).astype(F32)[..., None]
+    x0, y0, x1, y1 = x + base[:, 0], y + base[:, 1], x + base[:, 2], y + base[:, 3]  # [H, W, A]
+    if tensorflow:
+        x0, x1 = (np.maximum(F32(0), np.minimum(v, img_w)) for v in (x0, x1))
+        y0, y1 = (np.maximum(F32(0), np.minimum(v, img_h)) for v in (y0, y1))
+    ww, hh = x1 - x0 + offset, y1 - y0 + offset
+    grid = (ww, hh, x0 + F32(0.5) * ww, y0 + F32(0.5) * hh)
+    for array in grid:
+        array.setflags(write=False)
+    return grid
 
 
 def _roundf(x):
@@ -93,17 +119,10 @@ def proposal(class_probs, bbox_deltas, image_shape, **attributes):
     min_h = F32(t.type(F32(a["min_size"]) * scale_h))
     min_w = F32(t.type(F32(a["min_size"]) * scale_w))
     img_h, img_w = F32(img_h), F32(img_w)
-    base = anchors(int(a["base_size"]), a["ratio"], a["scale"], tensorflow)          # [A, 4]
-    stride = int(a["feat_stride"])
-    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")    # [H, W]
-    x = ((rows if tensorflow else cols) * stride).astype(F32)[..., None]            # [H, W, 1]
-    y = ((cols if tensorflow else rows) * stride).astype(F32)[..., None]
-    x0, y0, x1, y1 = x + base[:, 0], y + base[:, 1], x + base[:, 2], y + base[:, 3]  # [H, W, A]
-    if tensorflow:
-        x0, x1 = (np.maximum(F32(0), np.minimum(v, img_w)) for v in (x0, x1))
-        y0, y1 = (np.maximum(F32(0), np.minimum(v, img_h)) for v in (y0, y1))
-    ww, hh = x1 - x0 + offset, y1 - y0 + offset
-    ctr_x, ctr_y = x0 + F32(0.5) * ww, y0 + F32(0.5) * hh
+    # the image clips tensorflow's anchors only; keyed by its bits (-0.0 and NaN are keys of their own)
+    clip = tuple(int(v.view(np.uint32)) for v in (img_w, img_h)) if tensorflow else (0, 0)
+    ww, hh, ctr_x, ctr_y = _anchor_grid(int(a["base_size"]), tuple(a["ratio"]), tuple(a["scale"]), tensorflow,
+                                        int(a["feat_stride"]), height, width, *clip)
     post = int(a["post_nms_topn"])
     rois = np.zeros((n, post, 5), t)
     scores_out = np.zeros((n, post), t)
