@@ -84,7 +84,8 @@ def _bins(start, size, pooled, limit, t):
     edges = index[None, :] * step[:, None]
     low = np.floor(edges[:, :-1]).astype(np.int64) + start[:, None]
     high = np.ceil(edges[:, 1:]).astype(np.int64) + start[:, None]
-    return np.clip(low, 0, limit), np.clip(high, 0, limit)
+    # (np.minimum / np.maximum: np.clip's Python wrapper costs more than the clipping of these small arrays)
+    return np.minimum(np.maximum(low, 0), limit), np.minimum(np.maximum(high, 0), limit)
 
 
 def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
