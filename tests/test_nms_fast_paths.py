@@ -126,10 +126,10 @@ def test_stable_argsort_head_equals_the_head_of_the_stable_sort(seed):
         assert np.array_equal(_common.stable_argsort_head(keys, count), expected), count
 
 
-def _blocks_only(monkeypatch, module):
-    """Run `module`'s NMS on greedy_nms's blocks (swept_greedy_nms declines); returns how often the sweep ran."""
+def _blocks_only(monkeypatch):
+    """Run the NMS on greedy_nms's blocks (swept_greedy_nms declines); returns how often the sweep was asked."""
     ran = []
-    monkeypatch.setattr(module, "swept_greedy_nms", lambda *args: ran.append(1) and None)
+    monkeypatch.setattr(_common, "swept_greedy_nms", lambda *args: ran.append(1) and None)
     return ran
 
 
@@ -142,7 +142,7 @@ def test_detection_output_swept_nms_equals_the_blocks(threshold, dtype, monkeypa
     order = np.random.default_rng(8).permutation(300)[:250]
     t = np.dtype(dtype)
     swept = detection_output._nms(boxes, order, t.type(threshold), t)
-    ran = _blocks_only(monkeypatch, detection_output)
+    ran = _blocks_only(monkeypatch)
     assert np.array_equal(swept, detection_output._nms(boxes, order, t.type(threshold), t)) and ran
 
 
@@ -154,7 +154,7 @@ def test_proposal_swept_nms_equals_the_blocks(limit, offset, monkeypatch):
     boxes = _axis_boxes(9, 400)
     threshold = float(np.float32(0.5))
     swept = proposal._nms(boxes, threshold, limit, np.float32(offset))
-    ran = _blocks_only(monkeypatch, proposal)
+    ran = _blocks_only(monkeypatch)
     assert np.array_equal(swept, proposal._nms(boxes, threshold, limit, np.float32(offset))) and ran
     assert len(swept) == min(limit, len(swept)) and len(swept)
 

@@ -276,6 +276,17 @@ def swept_greedy_nms(boxes, norm: float, suppresses, limit: int | None = None):
         size = min(total, 4 * size)
 
 
+def greedy_nms_of_pairs(boxes, norm: float, threshold, suppresses, limit: int | None = None) -> np.ndarray:
+    """Greedy NMS of the boxes [K, 4] (best first) for an elementwise pair test suppresses(early, late) (position
+    arrays, broadcast) of the form IoU > threshold, an IoU needing an x overlap (min(x2) - max(x1) + norm > 0):
+    from one x sweep (swept_greedy_nms) unless the threshold is negative (an IoU of 0 then suppresses too) or
+    the sweep declines, else greedy_nms's blocks. The kept positions, at most `limit`."""
+    kept = swept_greedy_nms(boxes, norm, suppresses, limit) if not threshold < 0 else None
+    if kept is None:
+        kept = greedy_nms(len(boxes), lambda k, c: suppresses(k[:, None], c[None, :]), limit)
+    return kept
+
+
 def same_type_arrays(op: str, named: tuple, types) -> list:
     """`named` ((input name, value), ...) as arrays: the first of one of `types`, the others of its element
     type."""

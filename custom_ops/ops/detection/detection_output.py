@@ -29,8 +29,7 @@ from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCa
                              OpenVINO, OpSpec, Port)
 
 from .._libm import changes_with_c_libm, expf
-from ._common import (bool_map, flag, greedy_nms, maps, native, output_type, stable_argsort_head,
-                      swept_greedy_nms)
+from ._common import bool_map, flag, greedy_nms_of_pairs, maps, native, output_type, stable_argsort_head
 
 OP = "DetectionOutput"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -160,8 +159,8 @@ def _ranked(scores, keep, limit=None):
 
 
 def _nms(boxes, order, threshold, t):
-    """Greedy NMS over the candidates `order` (best first): the kept indices, in order. An IoU above a
-    threshold >= 0 needs iw > 0: the pairs of one x sweep where the boxes allow it, else blocks of all pairs."""
+    """Greedy NMS over the candidates `order` (best first): the kept indices, in order (an IoU needs iw > 0:
+    greedy_nms_of_pairs)."""
     order = np.asarray(order, np.int64)
     box = boxes[order]
     area = _area(box, t)
@@ -171,10 +170,7 @@ def _nms(boxes, order, threshold, t):
         return _iou(np.take(corners, k, axis=1), np.take(corners, c, axis=1), t, area.take(k), area.take(c)) \
             > threshold
 
-    kept = swept_greedy_nms(box, 0.0, suppresses) if not threshold < 0 else None
-    if kept is None:
-        kept = greedy_nms(order.size, lambda k, c: suppresses(k[:, None], c[None, :]))
-    return order[kept]
+    return order[greedy_nms_of_pairs(box, 0.0, threshold, suppresses)]
 
 
 def detection_output(box_logits, class_preds, proposals, aux_class_preds=None, aux_box_preds=None, *,

@@ -20,8 +20,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import (bool_map, flag, greedy_nms, maps, native, same_type_arrays, stable_argsort_head,
-                      swept_greedy_nms)
+from ._common import bool_map, flag, greedy_nms_of_pairs, maps, native, same_type_arrays, stable_argsort_head
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "Proposal"
@@ -176,8 +175,8 @@ def _exp(x):
 
 
 def _nms(boxes, threshold, limit, offset):
-    """Greedy NMS over boxes sorted best first: indices kept, at most `limit`. An IoU above a threshold >= 0
-    needs an x overlap (+ offset): the pairs of one x sweep where the boxes allow it, else blocks of all pairs."""
+    """Greedy NMS over boxes sorted best first: indices kept, at most `limit` (an IoU needs an x overlap +
+    offset: greedy_nms_of_pairs)."""
     x0, y0, x1, y1 = (np.ascontiguousarray(boxes[:, k]) for k in range(4))
     zero = boxes.dtype.type(0)
 
@@ -194,10 +193,7 @@ def _nms(boxes, threshold, limit, offset):
             iou = np.where(overlap, (area / (a_area + b_area - area)).astype(F32), F32(0))
         return threshold < iou
 
-    kept = swept_greedy_nms(boxes, float(offset), suppresses, limit) if not threshold < 0 else None
-    if kept is None:
-        kept = greedy_nms(len(boxes), lambda i, j: suppresses(i[:, None], j[None, :]), limit)
-    return kept
+    return greedy_nms_of_pairs(boxes, float(offset), threshold, suppresses, limit)
 
 
 def _infer(ctx) -> None:
