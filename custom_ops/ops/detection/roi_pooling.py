@@ -108,7 +108,7 @@ def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
     empty = (h1 <= h0)[:, :, None] | (w1 <= w0)[:, None, :]                                # [R, PH, PW]
     rows, row_level = _windows(h0, h1, height)
     cols, col_level = _windows(w0, w1, width)
-    table = _block_maxima(np.ascontiguousarray(data.transpose(2, 3, 0, 1)), int(row_level.max()),
+    table = _block_maxima(data.transpose(2, 3, 0, 1), int(row_level.max()),
                           int(col_level.max()))                                             # [A, B, H, W, N, C]
     flat = table.reshape(-1, channels)
     base = ((row_level[:, :, None] * table.shape[1] + col_level[:, None, :]) * height * width * data.shape[0]
@@ -146,7 +146,7 @@ def _windows(start, end, limit):
 
 def _block_maxima(values, row_levels, col_levels):
     """[row_levels + 1, col_levels + 1, H, W, ...]: entry (a, b, y, x) the max of values[y:y + 2^a, x:x + 2^b]
-    (as far as the map reaches)."""
+    (as far as the map reaches). `values` may be a view (a transposed map): entry (0, 0) is its one copy."""
     table = np.empty((row_levels + 1, col_levels + 1, *values.shape), values.dtype)
     table[0, 0] = values
     for b in range(1, col_levels + 1):
