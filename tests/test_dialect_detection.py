@@ -147,6 +147,33 @@ def test_detection_output_mxnet_top_k_tie_divergence_is_declared():
 
 # ROIPooling / PSROIPooling -----------------------------------------------------------------------------
 
+@pytest.mark.parametrize("special", [None, -np.inf, np.nan, -0.0])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_roi_pooling_max_equals_the_in_order_max_per_roi(special, dtype):
+    """ROIPooling max (block-maximum tables, the -inf / NaN / signed-zero passes only when the map has such a
+    value) gives each ROI's bins as the in-order max over columns then rows (_max_in_order), bytes equal:
+    -inf bins the lowest value, NaN bins, +0 / -0 ties, empty bins (ROIs past the map) 0."""
+    from custom_ops.ops.detection import roi_pooling as module
+    r = np.random.default_rng(11)
+    data = np.round(r.normal(size=(2, 3, 9, 11)) * 2) / 2
+    if special is not None:
+        data[r.random(data.shape) < 0.6] = special
+    corners = r.uniform(-6, 16, (40, 4))
+    boxes = np.concatenate([r.integers(0, 2, (40, 1)), np.minimum(corners[:, :2], corners[:, 2:]),
+                            np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+    data, boxes = data.astype(dtype), boxes.astype(dtype)
+    out = module.roi_pooling(data, boxes, 3, 4, 1.0, "max")
+    t = np.dtype(dtype)
+    corners = module.round_half_away(boxes[:, 1:].astype(np.float32)).astype(np.int64)
+    h0, h1 = module._bins(corners[:, 1], np.maximum(corners[:, 3] - corners[:, 1] + 1, 1), 3, 9, t)
+    w0, w1 = module._bins(corners[:, 0], np.maximum(corners[:, 2] - corners[:, 0] + 1, 1), 4, 11, t)
+    lowest = np.finfo(t).min
+    for k, image in enumerate(boxes[:, 0].astype(int)):
+        expected = module._max_in_order(data[image], h0[k], h1[k], w0[k], w1[k], lowest)
+        assert out[k].tobytes() == expected.tobytes(), k
+    assert out.flags.c_contiguous and (out == 0).any()
+
+
 def _fused_lerp(a, b, weight):
     """a + (b - a) * weight with one rounding (the CPU plugin's vfmadd)."""
     return ((b - a).astype(np.float64) * np.asarray(weight, np.float64) + a.astype(np.float64)).astype(a.dtype)

@@ -72,3 +72,25 @@ def test_matches_openvino_in_a_subprocess():
     assert result.returncode == 0, result.stderr[-3000:]
     compared = int(result.stdout.split("COMPARED")[1].split()[0])
     assert compared >= 25, result.stdout
+
+
+def test_anchor_grid_is_cached_read_only_and_a_cached_call_gives_the_same_bytes():
+    """Proposal's anchor grid comes from the cache on the second call with the same attributes and sizes (its
+    arrays read-only), and both calls give the same rois and probs; another image size is the same grid but
+    with tensorflow (which clips the anchors to the image)."""
+    import numpy as np
+
+    from custom_ops.ops.detection import proposal as module
+    cases = module.cases(np.random.default_rng(3))
+    for case, misses in ((next(c for c in cases if c.attributes["framework"] == ""), 1),
+                         (next(c for c in cases if c.attributes["framework"] == "tensorflow"), 2)):
+        module._anchor_grid.cache_clear()
+        first = module.proposal(*case.inputs, **case.attributes)
+        second = module.proposal(*case.inputs, **case.attributes)
+        assert module._anchor_grid.cache_info().hits == 1
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(first, second))
+        image = case.inputs[2].copy()
+        image[:2] += 16
+        module.proposal(case.inputs[0], case.inputs[1], image, **case.attributes)
+        assert module._anchor_grid.cache_info().misses == misses
+    assert not any(array.flags.writeable for array in module._anchor_grid(16, (1.0,), (1.0,), False, 16, 2, 2, 0, 0))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from custom_ops.ops.detection import _common, matrix_nms, multiclass_nms, nms_rotated
+from custom_ops.ops.detection import _common, detection_output, matrix_nms, multiclass_nms, nms_rotated, proposal
 
 
 def _axis_boxes(seed: int, count: int) -> np.ndarray:
@@ -110,3 +110,75 @@ def test_matrix_decays_from_nonzero_ious_equal_the_dense_matrices(decay, normali
     for c in orders:
         assert all(_equal(x, y) for x, y in zip(mixed[c], dense[c]))
         assert c not in sparse or all(_equal(x, y) for x, y in zip(sparse[c], dense[c]))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stable_argsort_head_equals_the_head_of_the_stable_sort(seed):
+    """Keys with many ties (rounded), NaN, -0.0 and +0.0 (equal to the sort), every count from 0 past the size."""
+    r = np.random.default_rng(seed)
+    keys = np.round(r.normal(size=300), 1)
+    keys[r.random(300) < 0.1] = 0.0
+    keys[r.random(300) < 0.1] = -0.0
+    if seed % 2:
+        keys[r.random(300) < 0.2] = np.nan
+    for count in [0, 1, 2, 7, 50, 150, 239, 240, 241, 299, 300, 400, None]:
+        expected = np.argsort(keys, kind="stable")[:count]
+        assert np.array_equal(_common.stable_argsort_head(keys, count), expected), count
+
+
+def _blocks_only(monkeypatch):
+    """Run the NMS on greedy_nms's blocks (swept_greedy_nms declines); returns how often the sweep was asked."""
+    ran = []
+    monkeypatch.setattr(_common, "swept_greedy_nms", lambda *args: ran.append(1) and None)
+    return ran
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.7, 1.0])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_detection_output_swept_nms_equals_the_blocks(threshold, dtype, monkeypatch):
+    """DetectionOutput's greedy NMS from the x sweep keeps what the blocks of all pairs keep (repeated, flipped
+    and integer-cornered boxes, score ties), and the sweep ran."""
+    boxes = (_axis_boxes(7, 300) / 100).astype(dtype)
+    order = np.random.default_rng(8).permutation(300)[:250]
+    t = np.dtype(dtype)
+    swept = detection_output._nms(boxes, order, t.type(threshold), t)
+    ran = _blocks_only(monkeypatch)
+    assert np.array_equal(swept, detection_output._nms(boxes, order, t.type(threshold), t)) and ran
+
+
+@pytest.mark.parametrize("limit", [1, 30, 100, 400])
+@pytest.mark.parametrize("offset", [0.0, 1.0])
+def test_proposal_swept_nms_equals_the_blocks(limit, offset, monkeypatch):
+    """Proposal's greedy NMS from the x sweep (a prefix first, longer while it keeps fewer than the limit)
+    keeps what the blocks keep."""
+    boxes = _axis_boxes(9, 400)
+    threshold = float(np.float32(0.5))
+    swept = proposal._nms(boxes, threshold, limit, np.float32(offset))
+    ran = _blocks_only(monkeypatch)
+    assert np.array_equal(swept, proposal._nms(boxes, threshold, limit, np.float32(offset))) and ran
+    assert len(swept) == min(limit, len(swept)) and len(swept)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.02, 0.3, 1.0])
+def test_greedy_by_edges_equals_the_one_candidate_loop(density):
+    """Random suppressing pairs (none, sparse, dense, all): the kept positions of the plain greedy loop."""
+    r = np.random.default_rng(int(density * 100))
+    count = 80
+    early, late = np.nonzero(np.triu(r.random((count, count)) < density, 1))
+    shuffle = r.permutation(early.size)
+    edges = set(zip(early.tolist(), late.tolist()))
+    kept: list[int] = []
+    for candidate in range(count):
+        if not any((k, candidate) in edges for k in kept):
+            kept.append(candidate)
+    assert _common.greedy_by_edges(count, early[shuffle], late[shuffle]).tolist() == kept
+
+
+def test_swept_greedy_nms_leaves_heavy_overlap_to_the_blocks():
+    """More swept pairs per candidate than SWEPT_PAIRS_PER_BOX (boxes all over one another): None, the blocks
+    do less work; spread boxes: the sweep."""
+    spread = _axis_boxes(10, 200)
+    heavy = np.repeat(spread[:1], 200, axis=0)
+    never = lambda early, late: np.zeros(early.shape, bool)  # noqa: E731
+    assert _common.swept_greedy_nms(heavy, 0.0, never) is None
+    assert _common.swept_greedy_nms(spread, 0.0, never).tolist() == list(range(200))

@@ -213,6 +213,80 @@ def swept_candidates(boxes, orders, norm: float, most_pairs: int):
     return union, chosen, by_x1[lead], by_x1[trail]
 
 
+def stable_argsort_head(keys, count: int | None) -> np.ndarray:
+    """np.argsort(keys, kind="stable")[:count] of float keys [K]: where count is below K, the keys up to the
+    count-th smallest from a partition and only those sorted (ties at the cut: the lower indices, as the
+    stable sort; a NaN cut, i.e. NaN keys in the head, the full sort)."""
+    if count is None or count >= keys.size:
+        return np.argsort(keys, kind="stable")[:count]
+    if count <= 0:
+        return np.zeros(0, np.int64)
+    cut = np.partition(keys, count - 1)[count - 1]
+    if np.isnan(cut):
+        return np.argsort(keys, kind="stable")[:count]
+    below = np.flatnonzero(keys < cut)
+    chosen = np.sort(np.concatenate([below, np.flatnonzero(keys == cut)[:count - below.size]]))
+    return chosen[np.argsort(keys[chosen], kind="stable")]
+
+
+#: Most swept pairs swept_greedy_nms takes on: in all (their tests are arrays of this size) and per candidate
+#: (greedy_nms's blocks test up to a block of 64 pairs per candidate: with more, measured, they are the less work).
+MOST_SWEPT_PAIRS, SWEPT_PAIRS_PER_BOX = 1 << 18, 48
+
+
+def greedy_by_edges(count: int, early, late) -> np.ndarray:
+    """Greedy NMS of candidates 0..count-1 (best first) given every suppressing pair (early, late: positions,
+    early before late): the positions kept. Taken by early position, each candidate's fate is settled before
+    its edges are read (only an earlier candidate removes it); a removed candidate's edges are skipped, so heavy
+    overlap (many edges, few kept) is few steps."""
+    by_early = np.argsort(early, kind="stable")
+    sources, starts = np.unique(early[by_early], return_index=True)
+    ends = np.append(starts[1:], by_early.size)
+    late = late[by_early].tolist()
+    removed = [False] * count
+    for source, start, end in zip(sources.tolist(), starts.tolist(), ends.tolist()):
+        if not removed[source]:
+            for target in late[start:end]:
+                removed[target] = True
+    return np.flatnonzero(~np.array(removed, bool))
+
+
+def swept_greedy_nms(boxes, norm: float, suppresses, limit: int | None = None):
+    """greedy_nms of the boxes [K, 4] (x1, y1, x2, y2; best first) for a test that can hold only where the x
+    sides overlap (min(x2) - max(x1) + norm > 0, as x_sweep), from the pairs of one x sweep:
+    suppresses(early, late) -> bool per pair (position arrays, early before late, elementwise). With `limit`,
+    a prefix of the candidates first, 4x longer while it keeps fewer (the kept of a prefix are the first kept of
+    all; the pairs grow with the prefix squared). None where a box is not finite or there are more pairs than
+    the limits above (then greedy_nms's blocks)."""
+    if not np.isfinite(boxes).all():
+        return None
+    total = len(boxes)
+    size = total if limit is None else min(total, max(limit + limit // 4, 64))
+    while True:
+        by_x1, follow = x_sweep(boxes[:size], norm)
+        if int(follow.sum()) > min(MOST_SWEPT_PAIRS, SWEPT_PAIRS_PER_BOX * size):
+            return None
+        lead, trail = swept_pairs(follow)
+        first, second = by_x1[lead], by_x1[trail]
+        early, late = np.minimum(first, second), np.maximum(first, second)
+        hit = suppresses(early, late)
+        kept = greedy_by_edges(size, early[hit], late[hit])
+        if size == total or len(kept) >= limit:
+            return kept if limit is None else kept[:limit]
+        size = min(total, 4 * size)
+
+
+def greedy_nms_of_pairs(boxes, norm: float, threshold, suppresses, limit: int | None = None) -> np.ndarray:
+    """Greedy NMS of the boxes [K, 4] (best first) for an elementwise pair test suppresses(early, late) (position
+    arrays, broadcast) of the form IoU > threshold, an IoU needing an x overlap (min(x2) - max(x1) + norm > 0):
+    from one x sweep (swept_greedy_nms) unless the threshold is negative (an IoU of 0 then suppresses too) or
+    the sweep declines, else greedy_nms's blocks. The kept positions, at most `limit`."""
+    kept = swept_greedy_nms(boxes, norm, suppresses, limit) if not threshold < 0 else None
+    if kept is None:
+        kept = greedy_nms(len(boxes), lambda k, c: suppresses(k[:, None], c[None, :]), limit)
+    return kept
+
+
 def same_type_arrays(op: str, named: tuple, types) -> list:
     """`named` ((input name, value), ...) as arrays: the first of one of `types`, the others of its element
     type."""

@@ -29,7 +29,7 @@ from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCa
                              OpenVINO, OpSpec, Port)
 
 from .._libm import changes_with_c_libm, expf
-from ._common import bool_map, flag, greedy_nms, maps, native, output_type
+from ._common import bool_map, flag, greedy_nms_of_pairs, maps, native, output_type, stable_argsort_head
 
 OP = "DetectionOutput"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -141,30 +141,36 @@ def _area(b, t):
 
 
 def _iou(a, b, t, area_a, area_b):
-    """IoU of every box of a [K, 4] with every box of b [L, 4] (their areas [K], [L]): [K, L], as the
-    reference's JaccardOverlap."""
-    a, b = a.T[:, :, None], b.T[:, None, :]                 # (boxes apart give iw or ih < 0: no separate test)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    """IoU of the boxes a [4, ...] and b [4, ...] (corner rows x1, y1, x2, y2; broadcast, their areas too), as
+    the reference's JaccardOverlap."""
+    with np.errstate(divide="ignore", invalid="ignore"):     # (boxes apart give iw or ih < 0: no separate test)
         iw = np.minimum(a[2], b[2]) - np.maximum(a[0], b[0])
         ih = np.minimum(a[3], b[3]) - np.maximum(a[1], b[1])
         inter = iw * ih
-        iou = inter / ((area_a[:, None] + area_b[None, :]) - inter)
+        iou = inter / ((area_a + area_b) - inter)
     return np.where((iw > 0) & (ih > 0), iou, t.type(0))
 
 
-def _ranked(scores, keep):
-    """Indices of `keep` (bool mask) by score descending, index ascending on ties."""
+def _ranked(scores, keep, limit=None):
+    """Indices of `keep` (bool mask) by score descending, index ascending on ties: the first `limit` (None:
+    all)."""
     index = np.flatnonzero(keep)
-    return index[np.argsort(-scores[index].astype(np.float64), kind="stable")]
+    return index[stable_argsort_head(-scores[index].astype(np.float64), limit)]
 
 
 def _nms(boxes, order, threshold, t):
-    """Greedy NMS over the candidates `order` (best first): the kept indices, in order."""
+    """Greedy NMS over the candidates `order` (best first): the kept indices, in order (an IoU needs iw > 0:
+    greedy_nms_of_pairs)."""
     order = np.asarray(order, np.int64)
     box = boxes[order]
     area = _area(box, t)
-    kept = greedy_nms(order.size, lambda k, c: _iou(box[k], box[c], t, area[k], area[c]) > threshold)
-    return order[kept].tolist()
+    corners = np.ascontiguousarray(box.T)               # [4, K]: np.take along its rows is the fast gather
+
+    def suppresses(k, c):
+        return _iou(np.take(corners, k, axis=1), np.take(corners, c, axis=1), t, area.take(k), area.take(c)) \
+            > threshold
+
+    return order[greedy_nms_of_pairs(box, 0.0, threshold, suppresses)]
 
 
 def detection_output(box_logits, class_preds, proposals, aux_class_preds=None, aux_box_preds=None, *,
@@ -211,35 +217,46 @@ def detection_output(box_logits, class_preds, proposals, aux_class_preds=None, a
             for label in range(c):
                 if label == a["background_label_id"] or (-1 if a["share_location"] else label) not in boxes:
                     continue
-                order = _ranked(scores[:, label], scores[:, label] > threshold)
-                if top_k > -1:
-                    order = order[:top_k]
+                order = _ranked(scores[:, label], scores[:, label] > threshold, top_k if top_k > -1 else None)
                 kept[label] = _nms(boxes[-1 if a["share_location"] else label], order, nms_threshold, t)
         else:
             kept = _mxnet_nms(scores, boxes, a, threshold, nms_threshold, t)
-        detections = sum(len(v) for v in kept.values())
-        if kt > -1 and detections > kt:
-            labels = np.repeat(np.array(sorted(kept), np.int64), [len(kept[label]) for label in sorted(kept)])
-            index = np.concatenate([np.asarray(kept[label], np.int64) for label in sorted(kept)])
+        labels, index = _detections(kept)
+        if kt > -1 and index.size > kt:
             best = np.lexsort((index, -scores[index, labels].astype(np.float64)))[:kt]
-            kept = {}
-            for label, k in zip(labels[best], index[best]):
-                kept.setdefault(int(label), []).append(int(k))
-        for label in sorted(kept):
-            index = np.asarray(kept[label], np.int64)
-            if not index.size:
-                continue
-            box = boxes[-1 if a["share_location"] else label][index]
-            if a["clip_after_nms"]:
-                box = np.maximum(t.type(0), np.minimum(t.type(1), box))
-            block = out[0, 0, count:count + index.size]
-            block[:, 0] = i
-            block[:, 1] = label - 1 if a["decrease_label_id"] else label
-            block[:, 2] = scores[index, label]
-            block[:, 3:] = box
-            count += index.size
+            best = best[np.argsort(labels[best], kind="stable")]          # by label, each in the order above
+            labels, index = labels[best], index[best]
+        box = _kept_boxes(boxes, labels, index, a["share_location"])
+        if a["clip_after_nms"]:
+            box = np.maximum(t.type(0), np.minimum(t.type(1), box))
+        block = out[0, 0, count:count + index.size]
+        block[:, 0] = i
+        block[:, 1] = labels - 1 if a["decrease_label_id"] else labels
+        block[:, 2] = scores[index, labels]
+        block[:, 3:] = box
+        count += index.size
     if count < rows:
         out[0, 0, count, 0] = -1
+    return out
+
+
+def _detections(kept: dict):
+    """The kept detections (label -> prior indices) as (labels, prior indices), labels ascending."""
+    labels = sorted(kept)
+    if not labels:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return (np.repeat(np.array(labels, np.int64), [len(kept[label]) for label in labels]),
+            np.concatenate([np.asarray(kept[label], np.int64) for label in labels]))
+
+
+def _kept_boxes(boxes: dict, labels, index, shared: bool):
+    """The boxes [K, 4] of the detections (labels, prior indices): boxes[-1] shared, else boxes[label]."""
+    if shared:
+        return boxes[-1][index]
+    out = np.empty((index.size, 4), boxes[next(iter(boxes))].dtype if boxes else np.float64)
+    for label in np.unique(labels).tolist():
+        rows = labels == label
+        out[rows] = boxes[label][index[rows]]
     return out
 
 

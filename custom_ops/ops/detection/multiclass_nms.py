@@ -25,7 +25,7 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (Absent, Attribute, AttributeMap, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import greedy_nms, index_pyop_casts, nms_case_inputs, nms_factory, nms_infer, swept_candidates
+from ._common import greedy_by_edges, greedy_nms, index_pyop_casts, nms_case_inputs, nms_factory, nms_infer, swept_candidates
 
 OP = "MulticlassNms"
 TYPES = FLOAT_TYPES[:3]          # float16, bfloat16, float32: OpenVINO refuses float64 boxes and scores
@@ -83,20 +83,12 @@ def _nms_class(boxes, scores, order, a, pairs=None):
 
 def _greedy_by_pairs(order, pairs, count):
     """Greedy NMS of the candidates `order` (box indices) given every suppressing pair of boxes (first, second;
-    IoU symmetric): the positions kept. An edge from an earlier to a later candidate removes the later one
-    when the earlier one is kept; taken by earlier position, each candidate's fate is settled before its
-    edges are read."""
+    IoU symmetric): the positions kept (greedy_by_edges)."""
     position = np.full(count, -1, np.int64)
     position[order] = np.arange(order.size)
     first, second = position[pairs[0]], position[pairs[1]]
     both = (first >= 0) & (second >= 0)
-    early, late = np.minimum(first[both], second[both]), np.maximum(first[both], second[both])
-    by_early = np.argsort(early, kind="stable")
-    removed = [False] * order.size
-    for src, dst in zip(early[by_early].tolist(), late[by_early].tolist()):
-        if not removed[src]:
-            removed[dst] = True
-    return np.flatnonzero(~np.array(removed, bool))
+    return greedy_by_edges(order.size, np.minimum(first[both], second[both]), np.maximum(first[both], second[both]))
 
 
 def _suppressing_pairs(boxes, first, second, a):

@@ -11,6 +11,8 @@ Proposal-1 computes the same rois and has no probs output: it imports as this op
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from custom_ops import _checks as check
@@ -18,13 +20,15 @@ from custom_ops.errors import OpError
 from custom_ops.unit import (REQUIRED, Absent, Attribute, Benchmark, BenchmarkCase, Case, DialectUnit, Divergence,
                              OpenVINO, OpSpec, Port)
 
-from ._common import bool_map, flag, greedy_nms, maps, native, same_type_arrays
+from ._common import bool_map, flag, greedy_nms_of_pairs, maps, native, same_type_arrays, stable_argsort_head
 from .experimental_detectron_generate_proposals_single_image import EXPF_LOW, expf_divergence
 
 OP = "Proposal"
 TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 F32 = np.float32
 FRAMEWORKS = ("", "caffe", "tensorflow")
+#: Anchor grids kept (_anchor_grid): one per (attributes, map size, image size) a process runs.
+ANCHOR_GRIDS_CACHED = 8
 
 DEFAULTS = dict(clip_before_nms=1, clip_after_nms=0, normalize=0, box_size_scale=1.0, box_coordinate_scale=1.0,
                 framework="")
@@ -49,6 +53,28 @@ def anchors(base_size: int, ratios, scales, tensorflow: bool) -> np.ndarray:
     if tensorflow:
         out = out - F32(base_size) * F32(0.5)
     return out.astype(F32)
+
+
+@functools.lru_cache(maxsize=ANCHOR_GRIDS_CACHED)
+def _anchor_grid(base_size, ratios, scales, tensorflow, stride, height, width, img_w_bits, img_h_bits):
+    """The anchors over the feature map: widths, heights and centres [H, W, A] (F32; tensorflow: clipped to the
+    image, its F32 width and height as bits). Read-only: cached, as a model calls with the same attributes and
+    map size each time."""
+    offset = F32(0) if tensorflow else F32(1)
+    img_w, img_h = (np.uint32(bits).view(F32) for bits in (img_w_bits, img_h_bits))
+    base = anchors(base_size, ratios, scales, tensorflow)                            # [A, 4]
+    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")    # [H, W]
+    x = ((rows if tensorflow else cols) * stride).astype(F32)[..., None]            # [H, W, 1]
+    y = ((cols if tensorflow else rows) * stride).astype(F32)[..., None]
+    x0, y0, x1, y1 = x + base[:, 0], y + base[:, 1], x + base[:, 2], y + base[:, 3]  # [H, W, A]
+    if tensorflow:
+        x0, x1 = (np.maximum(F32(0), np.minimum(v, img_w)) for v in (x0, x1))
+        y0, y1 = (np.maximum(F32(0), np.minimum(v, img_h)) for v in (y0, y1))
+    ww, hh = x1 - x0 + offset, y1 - y0 + offset
+    grid = (ww, hh, x0 + F32(0.5) * ww, y0 + F32(0.5) * hh)
+    for array in grid:
+        array.setflags(write=False)
+    return grid
 
 
 def _roundf(x):
@@ -92,17 +118,10 @@ def proposal(class_probs, bbox_deltas, image_shape, **attributes):
     min_h = F32(t.type(F32(a["min_size"]) * scale_h))
     min_w = F32(t.type(F32(a["min_size"]) * scale_w))
     img_h, img_w = F32(img_h), F32(img_w)
-    base = anchors(int(a["base_size"]), a["ratio"], a["scale"], tensorflow)          # [A, 4]
-    stride = int(a["feat_stride"])
-    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")    # [H, W]
-    x = ((rows if tensorflow else cols) * stride).astype(F32)[..., None]            # [H, W, 1]
-    y = ((cols if tensorflow else rows) * stride).astype(F32)[..., None]
-    x0, y0, x1, y1 = x + base[:, 0], y + base[:, 1], x + base[:, 2], y + base[:, 3]  # [H, W, A]
-    if tensorflow:
-        x0, x1 = (np.maximum(F32(0), np.minimum(v, img_w)) for v in (x0, x1))
-        y0, y1 = (np.maximum(F32(0), np.minimum(v, img_h)) for v in (y0, y1))
-    ww, hh = x1 - x0 + offset, y1 - y0 + offset
-    ctr_x, ctr_y = x0 + F32(0.5) * ww, y0 + F32(0.5) * hh
+    # the image clips tensorflow's anchors only; keyed by its bits (-0.0 and NaN are keys of their own)
+    clip = tuple(int(v.view(np.uint32)) for v in (img_w, img_h)) if tensorflow else (0, 0)
+    ww, hh, ctr_x, ctr_y = _anchor_grid(int(a["base_size"]), tuple(a["ratio"]), tuple(a["scale"]), tensorflow,
+                                        int(a["feat_stride"]), height, width, *clip)
     post = int(a["post_nms_topn"])
     rois = np.zeros((n, post, 5), t)
     scores_out = np.zeros((n, post), t)
@@ -127,7 +146,7 @@ def proposal(class_probs, bbox_deltas, image_shape, **attributes):
         big = (min_w <= bx1 - bx0 + offset) & (min_h <= by1 - by0 + offset)
         boxes = np.stack([bx0, by0, bx1, by1], -1).reshape(-1, 4).astype(t)
         kept_score = (big.astype(t) * score).reshape(-1)
-        order = np.argsort(-kept_score.astype(np.float64), kind="stable")[:min(len(kept_score), int(a["pre_nms_topn"]))]
+        order = stable_argsort_head(-kept_score.astype(np.float64), int(a["pre_nms_topn"]))
         kept = _nms(boxes[order], float(F32(a["nms_thresh"])), post, t.type(offset))
         chosen = order[kept]
         out = boxes[chosen]
@@ -156,23 +175,25 @@ def _exp(x):
 
 
 def _nms(boxes, threshold, limit, offset):
-    """Greedy NMS over boxes sorted best first: indices kept, at most `limit`."""
-    x0, y0, x1, y1 = (boxes[:, k] for k in range(4))
+    """Greedy NMS over boxes sorted best first: indices kept, at most `limit` (an IoU needs an x overlap +
+    offset: greedy_nms_of_pairs)."""
+    x0, y0, x1, y1 = (np.ascontiguousarray(boxes[:, k]) for k in range(4))
     zero = boxes.dtype.type(0)
 
-    def suppresses(i, j):
-        i, j = i[:, None], j[None, :]
-        overlap = (x0[i] <= x1[j]) & (y0[i] <= y1[j]) & (x0[j] <= x1[i]) & (y0[j] <= y1[i])
-        iw = np.maximum(zero, np.minimum(x1[i], x1[j]) - np.maximum(x0[i], x0[j]) + offset)
-        ih = np.maximum(zero, np.minimum(y1[i], y1[j]) - np.maximum(y0[i], y0[j]) + offset)
+    def suppresses(i, j):                   # i, j: position arrays, elementwise (broadcast)
+        ax0, ay0, ax1, ay1 = (v.take(i) for v in (x0, y0, x1, y1))
+        bx0, by0, bx1, by1 = (v.take(j) for v in (x0, y0, x1, y1))
+        overlap = (ax0 <= bx1) & (ay0 <= by1) & (bx0 <= ax1) & (by0 <= ay1)
+        iw = np.maximum(zero, np.minimum(ax1, bx1) - np.maximum(ax0, bx0) + offset)
+        ih = np.maximum(zero, np.minimum(ay1, by1) - np.maximum(ay0, by0) + offset)
         area = iw * ih
-        a_area = (x1[i] - x0[i] + offset) * (y1[i] - y0[i] + offset)
-        b_area = (x1[j] - x0[j] + offset) * (y1[j] - y0[j] + offset)
+        a_area = (ax1 - ax0 + offset) * (ay1 - ay0 + offset)
+        b_area = (bx1 - bx0 + offset) * (by1 - by0 + offset)
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = np.where(overlap, (area / (a_area + b_area - area)).astype(F32), F32(0))
         return threshold < iou
 
-    return greedy_nms(len(boxes), suppresses, limit)
+    return greedy_nms_of_pairs(boxes, float(offset), threshold, suppresses, limit)
 
 
 def _infer(ctx) -> None:

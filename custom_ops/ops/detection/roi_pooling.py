@@ -84,7 +84,8 @@ def _bins(start, size, pooled, limit, t):
     edges = index[None, :] * step[:, None]
     low = np.floor(edges[:, :-1]).astype(np.int64) + start[:, None]
     high = np.ceil(edges[:, 1:]).astype(np.int64) + start[:, None]
-    return np.clip(low, 0, limit), np.clip(high, 0, limit)
+    # (np.minimum / np.maximum: np.clip's Python wrapper costs more than the clipping of these small arrays)
+    return np.minimum(np.maximum(low, 0), limit), np.minimum(np.maximum(high, 0), limit)
 
 
 def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
@@ -107,23 +108,32 @@ def _max(data, rois, ids, pooled_h, pooled_w, spatial_scale):
     empty = (h1 <= h0)[:, :, None] | (w1 <= w0)[:, None, :]                                # [R, PH, PW]
     rows, row_level = _windows(h0, h1, height)
     cols, col_level = _windows(w0, w1, width)
-    table = _block_maxima(np.ascontiguousarray(data.transpose(2, 3, 0, 1)), int(row_level.max()),
+    table = _block_maxima(data.transpose(2, 3, 0, 1), int(row_level.max()),
                           int(col_level.max()))                                             # [A, B, H, W, N, C]
     flat = table.reshape(-1, channels)
     base = ((row_level[:, :, None] * table.shape[1] + col_level[:, None, :]) * height * width * data.shape[0]
             + ids[:, None, None])
-    out = None
-    for y in rows:
-        for x in cols:
-            index = base + (y[:, :, None] * width + x[:, None, :]) * data.shape[0]
-            block = np.take(flat, index, axis=0)                                             # [R, PH, PW, C]
-            out = block if out is None else np.maximum(out, block, out=out)
-    out = np.where(empty[..., None], t.type(0), np.maximum(out, lowest)).transpose(0, 3, 1, 2)
-    zero = (data == 0) & np.signbit(data)
-    redo = np.isnan(out) | (out == 0) if zero.any() else np.isnan(out)
-    for r in np.flatnonzero((redo & ~empty[:, None]).any(axis=(1, 2, 3))):
-        out[r] = _max_in_order(data[ids[r]], h0[r], h1[r], w0[r], w1[r], lowest)
-    return np.ascontiguousarray(out)
+    out = np.empty((count, channels, pooled_h, pooled_w), t)
+    blocks = [(y, x) for y in rows for x in cols]
+    running = None
+    for step, (y, x) in enumerate(blocks):
+        index = base + (y[:, :, None] * width + x[:, None, :]) * data.shape[0]
+        block = np.take(flat, index, axis=0)                                                 # [R, PH, PW, C]
+        # the last maximum writes the output's layout (a transposed view) instead of a copy after it
+        target = out.transpose(0, 2, 3, 1) if step == len(blocks) - 1 else running
+        running = block if running is None else np.maximum(running, block, out=target)
+    # a bin's max is below the lowest value only with -inf in the map, NaN only with NaN in it (both checked on
+    # the map, smaller than the output)
+    if (data < lowest).any():
+        np.maximum(out, lowest, out=out)
+    if empty.any():
+        out.transpose(0, 2, 3, 1)[empty] = 0
+    signed_zero = ((data == 0) & np.signbit(data)).any()
+    if signed_zero or np.isnan(data).any():
+        redo = np.isnan(out) | (out == 0) if signed_zero else np.isnan(out)
+        for r in np.flatnonzero((redo & ~empty[:, None]).any(axis=(1, 2, 3))):
+            out[r] = _max_in_order(data[ids[r]], h0[r], h1[r], w0[r], w1[r], lowest)
+    return out
 
 
 def _windows(start, end, limit):
@@ -136,7 +146,7 @@ def _windows(start, end, limit):
 
 def _block_maxima(values, row_levels, col_levels):
     """[row_levels + 1, col_levels + 1, H, W, ...]: entry (a, b, y, x) the max of values[y:y + 2^a, x:x + 2^b]
-    (as far as the map reaches)."""
+    (as far as the map reaches). `values` may be a view (a transposed map): entry (0, 0) is its one copy."""
     table = np.empty((row_levels + 1, col_levels + 1, *values.shape), values.dtype)
     table[0, 0] = values
     for b in range(1, col_levels + 1):
