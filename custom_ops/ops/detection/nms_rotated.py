@@ -198,17 +198,46 @@ def _turns(qx, qy, rows, i, s1, s2):
 
 
 def _scan_all(qx, qy, ranked, dists, counts):
-    """_scan of every pair at once on its certain order `ranked`: a step per sorted position, the stack's pops
-    repeated while any pair still pops; the fan area summed in the same order (float32)."""
+    """_scan of every pair at once on its certain order `ranked`: the pairs whose scan pops no point (_pops_none:
+    every sorted point turns left of the two before it, as for a strictly convex polygon, the usual case) take
+    the sorted points as their stack at once; the others a step per sorted position (_scan_steps). The fan
+    area summed in the same order (float32)."""
     pairs, width = qx.shape
-    rows, index = np.arange(pairs), np.arange(width)
+    index = np.arange(width)
     near = (np.take_along_axis(dists, ranked, 1) > F(_NEAR)) & (index >= 1) & (index[None, :] < counts[:, None])
     has, k = near.any(1), np.argmax(near, axis=1)
     stack = np.zeros((pairs, width + 1), np.int64)
+    # without pops the stack is the start and the sorted points from k on (past the count: never read)
+    stack[:, 1:width] = np.take_along_axis(ranked, np.minimum(k[:, None] + index[None, :width - 1], width - 1), 1)
+    size = 1 + counts - k
+    steps = np.flatnonzero(has & ~_pops_none(qx, qy, ranked, k, counts))
+    if steps.size:
+        stack[steps], size[steps] = _scan_steps(qx[steps], qy[steps], ranked[steps], k[steps], counts[steps])
+    return _fan_area(qx, qy, stack, size, has)
+
+
+def _pops_none(qx, qy, ranked, k, counts):
+    """Whether the scan of each pair pops no point: at every sorted position t after k, the turn of the point
+    against the two sorted before it (the start 0 for the one before k + 1) is not >= 0 (NaN does not pop)."""
+    pairs, width = qx.shape
+    t = np.arange(2, width)[None, :]
+    i, s1 = ranked[:, 2:], ranked[:, 1:-1]
+    s2 = np.where(t - 2 >= k[:, None], ranked[:, :-2], 0)
+    rows = np.arange(pairs)[:, None]
+    pops = (t > k[:, None]) & (t < counts[:, None]) & (_turns(qx, qy, rows, i, s1, s2) >= 0)
+    return ~pops.any(1)
+
+
+def _scan_steps(qx, qy, ranked, k, counts):
+    """The Graham scan of the pairs on their sorted points, a step per sorted position, the stack's pops
+    repeated while any pair still pops: (stack [P, W + 1], size [P])."""
+    pairs, width = qx.shape
+    stack = np.zeros((pairs, width + 1), np.int64)
+    rows = np.arange(pairs)
     stack[:, 1] = ranked[rows, k]
     size = np.full(pairs, 2)
     for t in range(2, width):
-        active = has & (t > k) & (t < counts)
+        active = (t > k) & (t < counts)
         if not active.any():
             continue
         i = ranked[:, t]
@@ -221,11 +250,21 @@ def _scan_all(qx, qy, ranked, dists, counts):
             size[popping] -= 1
         stack[active, size[active]] = i[active]
         size[active] += 1
-    area = np.zeros(pairs, F)
-    for j in range(1, width - 1):
-        a, b = stack[:, j], stack[:, j + 1]
-        term = np.abs(qx[rows, a] * qy[rows, b] - qx[rows, b] * qy[rows, a])
-        area = np.where(j < size - 1, area + term, area)
+    return stack, size
+
+
+def _fan_area(qx, qy, stack, size, has):
+    """Half the sum of |cross(q[stack[j]], q[stack[j + 1]])| for j = 1 .. size - 2 of each pair, summed left to
+    right in float32 (0 + the first term is that term; the terms past the stack are 0, which leave it as is);
+    0 without a near point or under 3 stacked points."""
+    a, b = stack[:, 1:-2], stack[:, 2:-1]
+    ax, ay = np.take_along_axis(qx, a, 1), np.take_along_axis(qy, a, 1)
+    bx, by = np.take_along_axis(qx, b, 1), np.take_along_axis(qy, b, 1)
+    terms = np.abs(ax * by - bx * ay)
+    terms = np.where(np.arange(1, terms.shape[1] + 1)[None, :] < (size - 1)[:, None], terms, F(0))
+    area = terms[:, 0]
+    for j in range(1, terms.shape[1]):             # column by column: a cumsum along short rows is slower
+        area = area + terms[:, j]
     return np.where(has & (size > 2), area / F(2), F(0))
 
 
