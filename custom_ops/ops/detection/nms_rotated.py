@@ -324,24 +324,36 @@ def _turn(a, b):
 
 
 def _geometry(corners):
-    """Per box of corners [M, 4, 2] (float32): corner bounds low, high [M, 2], shortest edge, the first edge's
-    angle and the largest turn of another edge from it (modulo pi / 2), finite (float64 but the flag)."""
+    """Per box of corners [M, 4, 2] (float32): corner bounds low x, low y, high x, high y, shortest edge, the
+    first edge's angle and the largest turn of another edge from it (modulo pi / 2), finite (float64 but the
+    flag; one 1-D array each: _far gathers and combines them per pair without reductions over short rows)."""
     edges = (np.roll(corners, -1, axis=1) - corners).astype(np.float64)        # the float32 edges the IoU uses
     angles = np.arctan2(edges[..., 1], edges[..., 0])
     with np.errstate(invalid="ignore"):
         spread = _turn(angles, angles[:, :1]).max(1)
-    return (corners.min(1).astype(np.float64), corners.max(1).astype(np.float64),
+    low, high = corners.min(1).astype(np.float64), corners.max(1).astype(np.float64)
+    return (low[:, 0].copy(), low[:, 1].copy(), high[:, 0].copy(), high[:, 1].copy(),
             np.hypot(edges[..., 0], edges[..., 1]).min(1), angles[:, 0], spread, np.isfinite(corners).all((1, 2)))
 
 
-def _far(geometry, first, second):
-    """Which pairs (first[k], second[k]) are far (FAR_GAP): their rotated IoU is 0."""
-    low, high, edge, angle, spread, finite = geometry
+def _bounds(low, high, first, second):
+    """On one axis, per pair: the gap between the boxes' corner bounds, the extent of both and the largest
+    |bound| (float64)."""
     low1, high1, low2, high2 = low[first], high[first], low[second], high[second]
+    lowest, highest = np.minimum(low1, low2), np.maximum(high1, high2)
+    return (np.maximum(low2 - high1, low1 - high2), highest - lowest,
+            np.maximum(np.abs(lowest), np.abs(highest)))
+
+
+def _far(geometry, first, second):
+    """Which pairs (first[k], second[k]) are far (FAR_GAP): their rotated IoU is 0. The pairs' scale is the
+    extent on x plus that on y plus the largest |bound| (the flag excludes the pairs with a non-finite corner,
+    so the maxima need no NaN rule)."""
+    low_x, low_y, high_x, high_y, edge, angle, spread, finite = geometry
     with np.errstate(invalid="ignore", over="ignore"):
-        gap = np.maximum(low2 - high1, low1 - high2).max(1)
-        scale = (np.maximum(high1, high2) - np.minimum(low1, low2)).sum(1) + np.maximum(
-            np.abs(np.minimum(low1, low2)), np.abs(np.maximum(high1, high2))).max(1)
+        gap_x, extent_x, size_x = _bounds(low_x, high_x, first, second)
+        gap_y, extent_y, size_y = _bounds(low_y, high_y, first, second)
+        gap, scale = np.maximum(gap_x, gap_y), (extent_x + extent_y) + np.maximum(size_x, size_y)
         square = _turn(angle[first], angle[second]) - spread[first] - spread[second]
         return (finite[first] & finite[second] & (gap >= FAR_GAP * scale) & (square >= FAR_TURN)
                 & (np.minimum(edge[first], edge[second]) >= FAR_EDGE * scale))
