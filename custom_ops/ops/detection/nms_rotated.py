@@ -59,34 +59,40 @@ def _sub(a, b):
     return (a[0] - b[0], a[1] - b[1])
 
 
-def _inside(points, rect, vec):
-    """Which of the points [P, 4, 2] lie in the rectangles rect [P, 4, 2] (edges vec): [P, 4]."""
-    ab, da = (vec[:, 0, 0], vec[:, 0, 1]), (vec[:, 3, 0], vec[:, 3, 1])
-    ab_ab, ad_ad = _dot(ab, ab)[:, None], _dot(da, da)[:, None]
-    ap = (points[..., 0] - rect[:, :1, 0], points[..., 1] - rect[:, :1, 1])
-    ap_ab = _dot(ap, (ab[0][:, None], ab[1][:, None]))
-    ap_ad = -_dot(ap, (da[0][:, None], da[1][:, None]))
+#: Edge i of box 1 and edge j of box 2 of the 16 edge pairs, i major (the reference's order); a corner's next.
+_EDGE_1, _EDGE_2 = np.repeat(np.arange(4), 4), np.tile(np.arange(4), 4)
+_NEXT = np.array([1, 2, 3, 0])
+
+
+def _inside(x, y, rect_x, rect_y, vec_x, vec_y):
+    """Which of the points (x, y [4, P]) lie in the rectangles (corners rect_x, rect_y [4, P], edges vec_x,
+    vec_y): [4, P]."""
+    ab, da = (vec_x[0], vec_y[0]), (vec_x[3], vec_y[3])
+    ab_ab, ad_ad = _dot(ab, ab), _dot(da, da)
+    ap = (x - rect_x[0], y - rect_y[0])
+    ap_ab, ap_ad = _dot(ap, ab), -_dot(ap, da)
     return (ap_ab >= 0) & (ap_ad >= 0) & (ap_ab <= ab_ab) & (ap_ad <= ad_ad)
 
 
 def _candidate_points(pts1, pts2):
     """The hull candidates of pairs of rectangles (corners [P, 4, 2] each), in the reference's order: edge
     intersections (edge i of 1 by edge j of 2), corners of 1 inside 2, corners of 2 inside 1.
-    Returns points [P, 24, 2] and which are there [P, 24]; the same float32 operations, pair by pair."""
-    vec1, vec2 = np.roll(pts1, -1, axis=1) - pts1, np.roll(pts2, -1, axis=1) - pts2
-    e1, v1 = pts1[:, :, None, :], vec1[:, :, None, :]            # edge i of 1: [P, 4, 1, 2]
-    e2, v2 = pts2[:, None, :, :], vec2[:, None, :, :]            # edge j of 2: [P, 1, 4, 2]
-    c2, c1 = (v2[..., 0], v2[..., 1]), (v1[..., 0], v1[..., 1])
-    det = _cross(c2, c1)
-    v12 = (e2[..., 0] - e1[..., 0], e2[..., 1] - e1[..., 1])
+    Returns points [P, 24, 2] and which are there [P, 24]; the same float32 operations, pair by pair, on
+    arrays with the pairs last (contiguous [16, P] and [4, P]: numpy's loops then run over the pairs, not over
+    rows of 2 or 4)."""
+    x1, y1, x2, y2 = (np.ascontiguousarray(pts[..., axis].T) for pts in (pts1, pts2) for axis in (0, 1))
+    vx1, vy1, vx2, vy2 = x1[_NEXT] - x1, y1[_NEXT] - y1, x2[_NEXT] - x2, y2[_NEXT] - y2
+    e1, v1 = (x1[_EDGE_1], y1[_EDGE_1]), (vx1[_EDGE_1], vy1[_EDGE_1])      # edge i of 1: [16, P]
+    e2, v2 = (x2[_EDGE_2], y2[_EDGE_2]), (vx2[_EDGE_2], vy2[_EDGE_2])      # edge j of 2
+    det = _cross(v2, v1)
+    v12 = _sub(e2, e1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t1, t2 = _cross(c2, v12) / det, _cross(c1, v12) / det
-        at = np.stack([e1[..., 0] + v1[..., 0] * t1, e1[..., 1] + v1[..., 1] * t1], -1)
+        t1, t2 = _cross(v2, v12) / det, _cross(v1, v12) / det
+        at = (e1[0] + v1[0] * t1, e1[1] + v1[1] * t1)
     crossing = ~(np.abs(det) <= 1e-14) & (0 <= t1) & (t1 <= 1) & (0 <= t2) & (t2 <= 1)
-    pairs = len(pts1)
-    points = np.concatenate([at.reshape(pairs, 16, 2), pts1, pts2], 1)
-    there = np.concatenate([crossing.reshape(pairs, 16), _inside(pts1, pts2, vec2), _inside(pts2, pts1, vec1)], 1)
-    return points, there
+    points = np.stack([np.concatenate([at[0], x1, x2]), np.concatenate([at[1], y1, y2])], -1).transpose(1, 0, 2)
+    there = np.concatenate([crossing, _inside(x1, y1, x2, y2, vx2, vy2), _inside(x2, y2, x1, y1, vx1, vy1)]).T
+    return np.ascontiguousarray(points), np.ascontiguousarray(there)
 
 
 def _hull_area(points):
