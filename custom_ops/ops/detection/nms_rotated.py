@@ -148,12 +148,12 @@ def _hull_areas(points, there):
     points, there = points[finite], there[finite]
     if not len(points):
         return areas
-    first = np.argsort(~there, axis=1, kind="stable")              # the pair's points first, in order
     counts = there.sum(1)
     width = int(counts.max())
-    pts = np.take_along_axis(points, first[:, :width, None], axis=1)
+    pair, point = np.nonzero(there)                                 # the pair's points first, in order
+    pts = np.zeros((len(points), width, 2), F)                      # padding (never read) kept finite
+    pts[pair, np.arange(pair.size) - (np.cumsum(counts) - counts)[pair]] = points[pair, point]
     valid = np.arange(width)[None, :] < counts[:, None]
-    pts = np.where(valid[..., None], pts, F(0))                     # padding (never read) kept finite
     ys = np.where(valid, pts[..., 1], np.inf)
     lowest = valid & (ys == ys.min(1, keepdims=True))
     xs = np.where(lowest, pts[..., 0], np.inf)
@@ -162,13 +162,14 @@ def _hull_areas(points, there):
     q = pts - pts[rows, start][:, None, :]
     q[rows, 0], q[rows, start] = q[rows, start], q[rows, 0].copy()
     qx, qy = q[..., 0], q[..., 1]
-    crosses = qx[:, :, None] * qy[:, None, :] - qx[:, None, :] * qy[:, :, None]   # _cross(q[i], q[j])
+    x, y = np.ascontiguousarray(qx.T), np.ascontiguousarray(qy.T)
+    crosses = x[:, None] * y[None, :] - x[None, :] * y[:, None]     # _cross(q[i], q[j]): [i, j, pair]
     dists = qx * qx + qy * qy
     ranked, total = _ranking(crosses, dists, counts)
     out = np.zeros(len(pts), F)
     out[total] = _scan_all(qx[total], qy[total], ranked[total], dists[total], counts[total])
     for k in np.flatnonzero(~total):
-        out[k] = _scan(crosses[k].tolist(), dists[k].tolist(), qx[k], qy[k], int(counts[k]))
+        out[k] = _scan(crosses[:, :, k].tolist(), dists[k].tolist(), qx[k], qy[k], int(counts[k]))
     areas[finite] = out
     return areas
 
@@ -177,17 +178,20 @@ def _ranking(crosses, dists, counts):
     """The order _scan's sort gives points 1..count-1 of each pair ([P, W]: position -> point; position 0 the
     start), and whether it is certain ([P]): the comparator gives -1 or 1 (never 0) and opposite answers for
     swapped points, and the numbers of points before each point are all distinct (a tournament with distinct
-    scores is transitive, so the comparator is a strict total order there)."""
+    scores is transitive, so the comparator is a strict total order there). crosses [W, W, P] (pairs last:
+    numpy's loops run over the pairs), dists [P, W]."""
     pairs, width = dists.shape
     index = np.arange(width)
     others = (index[None, :] >= 1) & (index[None, :] < counts[:, None])
+    among = others.T
     tie = np.abs(crosses) < F(_TIE)
-    da, db = dists[:, :, None], dists[:, None, :]
+    d = np.ascontiguousarray(dists.T)
+    da, db = d[:, None], d[None, :]
     before = np.where(tie, da < db, crosses > 0)                  # order(a, b) == -1
     after = np.where(tie, db < da, ~(crosses > 0))                # order(a, b) == 1
-    both = others[:, :, None] & others[:, None, :] & (index[:, None] != index[None, :])
-    consistent = ((before | after) & (before == after.transpose(0, 2, 1)) | ~both).all(axis=(1, 2))
-    rank = (before & both).sum(axis=1)                            # points before each point
+    both = among[:, None] & among[None, :] & (index[:, None] != index[None, :])[..., None]
+    consistent = ((before | after) & (before == after.transpose(1, 0, 2)) | ~both).all(axis=(0, 1))
+    rank = (before & both).sum(axis=0).T                          # points before each point: [P, W]
     spread = np.sort(np.where(others, rank, width), axis=1)[:, :width - 1]
     distinct = ((spread == index[None, :width - 1]) | (index[None, :width - 1] >= counts[:, None] - 1)).all(1)
     ranked = np.zeros((pairs, width), np.int64)
