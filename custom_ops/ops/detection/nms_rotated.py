@@ -202,9 +202,17 @@ def _ranking(crosses, dists, counts):
 
 def _turns(qx, qy, rows, i, s1, s2):
     """_cross(q[i] - q[s2], q[s1] - q[s2]) of the rows (float32; q[0] = (0, 0), so s2 = 0 is the table's cross)."""
-    ax, ay = qx[rows, i] - qx[rows, s2], qy[rows, i] - qy[rows, s2]
-    bx, by = qx[rows, s1] - qx[rows, s2], qy[rows, s1] - qy[rows, s2]
-    return ax * by - bx * ay
+    return _turn_of(*((qx[rows, point], qy[rows, point]) for point in (i, s1, s2)))
+
+
+def _turn_of(i, s1, s2):
+    """_cross(i - s2, s1 - s2) of points given as (x, y) (float32)."""
+    return _cross(_sub(i, s2), _sub(s1, s2))
+
+
+def _gather(table, index):
+    """table[p, index[p, k]] of a [P, W] table and [P, K] indices (take_along_axis without its index building)."""
+    return table.ravel()[index + (np.arange(len(table)) * table.shape[1])[:, None]]
 
 
 def _scan_all(qx, qy, ranked, dists, counts):
@@ -214,11 +222,11 @@ def _scan_all(qx, qy, ranked, dists, counts):
     area summed in the same order (float32)."""
     pairs, width = qx.shape
     index = np.arange(width)
-    near = (np.take_along_axis(dists, ranked, 1) > F(_NEAR)) & (index >= 1) & (index[None, :] < counts[:, None])
+    near = (_gather(dists, ranked) > F(_NEAR)) & (index >= 1) & (index[None, :] < counts[:, None])
     has, k = near.any(1), np.argmax(near, axis=1)
     stack = np.zeros((pairs, width + 1), np.int64)
     # without pops the stack is the start and the sorted points from k on (past the count: never read)
-    stack[:, 1:width] = np.take_along_axis(ranked, np.minimum(k[:, None] + index[None, :width - 1], width - 1), 1)
+    stack[:, 1:width] = _gather(ranked, np.minimum(k[:, None] + index[None, :width - 1], width - 1))
     size = 1 + counts - k
     steps = np.flatnonzero(has & ~_pops_none(qx, qy, ranked, k, counts))
     if steps.size:
@@ -229,12 +237,11 @@ def _scan_all(qx, qy, ranked, dists, counts):
 def _pops_none(qx, qy, ranked, k, counts):
     """Whether the scan of each pair pops no point: at every sorted position t after k, the turn of the point
     against the two sorted before it (the start 0 for the one before k + 1) is not >= 0 (NaN does not pop)."""
-    pairs, width = qx.shape
-    t = np.arange(2, width)[None, :]
+    t = np.arange(2, qx.shape[1])[None, :]
     i, s1 = ranked[:, 2:], ranked[:, 1:-1]
     s2 = np.where(t - 2 >= k[:, None], ranked[:, :-2], 0)
-    rows = np.arange(pairs)[:, None]
-    pops = (t > k[:, None]) & (t < counts[:, None]) & (_turns(qx, qy, rows, i, s1, s2) >= 0)
+    turn = _turn_of(*((_gather(qx, point), _gather(qy, point)) for point in (i, s1, s2)))
+    pops = (t > k[:, None]) & (t < counts[:, None]) & (turn >= 0)
     return ~pops.any(1)
 
 
@@ -268,9 +275,7 @@ def _fan_area(qx, qy, stack, size, has):
     right in float32 (0 + the first term is that term; the terms past the stack are 0, which leave it as is);
     0 without a near point or under 3 stacked points."""
     a, b = stack[:, 1:-2], stack[:, 2:-1]
-    ax, ay = np.take_along_axis(qx, a, 1), np.take_along_axis(qy, a, 1)
-    bx, by = np.take_along_axis(qx, b, 1), np.take_along_axis(qy, b, 1)
-    terms = np.abs(ax * by - bx * ay)
+    terms = np.abs(_cross((_gather(qx, a), _gather(qy, a)), (_gather(qx, b), _gather(qy, b))))
     terms = np.where(np.arange(1, terms.shape[1] + 1)[None, :] < (size - 1)[:, None], terms, F(0))
     area = terms[:, 0]
     for j in range(1, terms.shape[1]):             # column by column: a cumsum along short rows is slower
