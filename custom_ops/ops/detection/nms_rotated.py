@@ -142,7 +142,7 @@ def _hull_areas(points, there):
     the same order: the rank of a point is how many points come before it); otherwise _scan, the reference's
     sort, one pair at a time. Pairs with a non-finite point go through _hull_area."""
     areas = np.zeros(len(points), F)
-    finite = np.isfinite(np.where(there[..., None], points, F(0))).all(axis=(1, 2))
+    finite = (np.isfinite(points[..., 0]) & np.isfinite(points[..., 1]) | ~there).all(1)
     for p in np.flatnonzero(~finite):
         areas[p] = _hull_area([(x, y) for x, y in points[p][there[p]]])
     points, there = points[finite], there[finite]
@@ -151,27 +151,34 @@ def _hull_areas(points, there):
     counts = there.sum(1)
     width = int(counts.max())
     pair, point = np.nonzero(there)                                 # the pair's points first, in order
-    pts = np.zeros((len(points), width, 2), F)                      # padding (never read) kept finite
-    pts[pair, np.arange(pair.size) - (np.cumsum(counts) - counts)[pair]] = points[pair, point]
+    slot = np.arange(pair.size) - (np.cumsum(counts) - counts)[pair]
+    px, py = np.zeros((2, len(points), width), F)                   # padding (never read) kept finite
+    px[pair, slot], py[pair, slot] = points[pair, point, 0], points[pair, point, 1]
     valid = np.arange(width)[None, :] < counts[:, None]
-    ys = np.where(valid, pts[..., 1], np.inf)
+    ys = np.where(valid, py, np.inf)
     lowest = valid & (ys == ys.min(1, keepdims=True))
-    xs = np.where(lowest, pts[..., 0], np.inf)
+    xs = np.where(lowest, px, np.inf)
     start = np.argmax(lowest & (xs == xs.min(1, keepdims=True)), axis=1)
-    rows = np.arange(len(pts))
-    q = pts - pts[rows, start][:, None, :]
-    q[rows, 0], q[rows, start] = q[rows, start], q[rows, 0].copy()
-    qx, qy = q[..., 0], q[..., 1]
+    qx, qy = (_from_start(c, start) for c in (px, py))
     x, y = np.ascontiguousarray(qx.T), np.ascontiguousarray(qy.T)
     crosses = x[:, None] * y[None, :] - x[None, :] * y[:, None]     # _cross(q[i], q[j]): [i, j, pair]
     dists = qx * qx + qy * qy
     ranked, total = _ranking(crosses, dists, counts)
-    out = np.zeros(len(pts), F)
+    out = np.zeros(len(points), F)
     out[total] = _scan_all(qx[total], qy[total], ranked[total], dists[total], counts[total])
     for k in np.flatnonzero(~total):
         out[k] = _scan(crosses[:, :, k].tolist(), dists[k].tolist(), qx[k], qy[k], int(counts[k]))
     areas[finite] = out
     return areas
+
+
+def _from_start(coordinate, start):
+    """One coordinate [P, W] of the points less the start's, the start moved to position 0 (its place taking
+    position 0's point)."""
+    rows = np.arange(len(coordinate))
+    q = coordinate - coordinate[rows, start][:, None]
+    q[rows, 0], q[rows, start] = q[rows, start], q[rows, 0].copy()
+    return q
 
 
 def _ranking(crosses, dists, counts):
