@@ -46,6 +46,29 @@ def test_rotated_hull_areas_of_all_pairs_equal_the_one_pair_scan(seed, monkeypat
     assert 0 < len(one_pair) < len(points)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_rotated_scan_without_pops_equals_the_step_scan(seed, monkeypatch):
+    """Point sets of 3 to 24 points: convex polygons (points on a circle: the scan pops none, the stack at once)
+    and clouds with inner and collinear points (pops: the step per sorted point): _hull_areas equals _hull_area
+    set by set, and both paths ran."""
+    r = np.random.default_rng(seed)
+    sets, width = 300, 24
+    counts = r.integers(3, width + 1, sets)
+    angles = np.sort(r.uniform(0, 2 * np.pi, (sets, width)), axis=1)
+    circle = np.stack([np.cos(angles), np.sin(angles)], -1) * r.uniform(0.1, 50, (sets, 1, 1))
+    cloud = r.uniform(-20, 20, (sets, width, 2))
+    cloud[::3, :, 1] = np.round(cloud[::3, :, 1] / 10) * 10                         # rows of collinear points
+    points = np.where((np.arange(sets) % 2 == 0)[:, None, None], circle, cloud).astype(np.float32)
+    there = np.arange(width)[None, :] < counts[:, None]
+    stepped = []
+    monkeypatch.setattr(nms_rotated, "_scan_steps",
+                        lambda qx, *args, steps=nms_rotated._scan_steps: stepped.append(len(qx)) or steps(qx, *args))
+    areas = nms_rotated._hull_areas(points, there)
+    expected = np.array([nms_rotated._hull_area([(x, y) for x, y in p[t]]) for p, t in zip(points, there)], np.float32)
+    assert _equal(areas, expected)
+    assert 0 < sum(stepped) < sets // 2
+
+
 @pytest.mark.parametrize("scale", [30, 1e4])
 def test_rotated_far_pairs_have_no_candidate_point(scale):
     """Pairs _far skips (their IoU 0 without candidate points) have none indeed, parallel ones (one angle) are

@@ -59,34 +59,40 @@ def _sub(a, b):
     return (a[0] - b[0], a[1] - b[1])
 
 
-def _inside(points, rect, vec):
-    """Which of the points [P, 4, 2] lie in the rectangles rect [P, 4, 2] (edges vec): [P, 4]."""
-    ab, da = (vec[:, 0, 0], vec[:, 0, 1]), (vec[:, 3, 0], vec[:, 3, 1])
-    ab_ab, ad_ad = _dot(ab, ab)[:, None], _dot(da, da)[:, None]
-    ap = (points[..., 0] - rect[:, :1, 0], points[..., 1] - rect[:, :1, 1])
-    ap_ab = _dot(ap, (ab[0][:, None], ab[1][:, None]))
-    ap_ad = -_dot(ap, (da[0][:, None], da[1][:, None]))
+#: Edge i of box 1 and edge j of box 2 of the 16 edge pairs, i major (the reference's order); a corner's next.
+_EDGE_1, _EDGE_2 = np.repeat(np.arange(4), 4), np.tile(np.arange(4), 4)
+_NEXT = np.array([1, 2, 3, 0])
+
+
+def _inside(x, y, rect_x, rect_y, vec_x, vec_y):
+    """Which of the points (x, y [4, P]) lie in the rectangles (corners rect_x, rect_y [4, P], edges vec_x,
+    vec_y): [4, P]."""
+    ab, da = (vec_x[0], vec_y[0]), (vec_x[3], vec_y[3])
+    ab_ab, ad_ad = _dot(ab, ab), _dot(da, da)
+    ap = (x - rect_x[0], y - rect_y[0])
+    ap_ab, ap_ad = _dot(ap, ab), -_dot(ap, da)
     return (ap_ab >= 0) & (ap_ad >= 0) & (ap_ab <= ab_ab) & (ap_ad <= ad_ad)
 
 
 def _candidate_points(pts1, pts2):
     """The hull candidates of pairs of rectangles (corners [P, 4, 2] each), in the reference's order: edge
     intersections (edge i of 1 by edge j of 2), corners of 1 inside 2, corners of 2 inside 1.
-    Returns points [P, 24, 2] and which are there [P, 24]; the same float32 operations, pair by pair."""
-    vec1, vec2 = np.roll(pts1, -1, axis=1) - pts1, np.roll(pts2, -1, axis=1) - pts2
-    e1, v1 = pts1[:, :, None, :], vec1[:, :, None, :]            # edge i of 1: [P, 4, 1, 2]
-    e2, v2 = pts2[:, None, :, :], vec2[:, None, :, :]            # edge j of 2: [P, 1, 4, 2]
-    c2, c1 = (v2[..., 0], v2[..., 1]), (v1[..., 0], v1[..., 1])
-    det = _cross(c2, c1)
-    v12 = (e2[..., 0] - e1[..., 0], e2[..., 1] - e1[..., 1])
+    Returns points [P, 24, 2] and which are there [P, 24]; the same float32 operations, pair by pair, on
+    arrays with the pairs last (contiguous [16, P] and [4, P]: numpy's loops then run over the pairs, not over
+    rows of 2 or 4)."""
+    x1, y1, x2, y2 = (np.ascontiguousarray(pts[..., axis].T) for pts in (pts1, pts2) for axis in (0, 1))
+    vx1, vy1, vx2, vy2 = x1[_NEXT] - x1, y1[_NEXT] - y1, x2[_NEXT] - x2, y2[_NEXT] - y2
+    e1, v1 = (x1[_EDGE_1], y1[_EDGE_1]), (vx1[_EDGE_1], vy1[_EDGE_1])      # edge i of 1: [16, P]
+    e2, v2 = (x2[_EDGE_2], y2[_EDGE_2]), (vx2[_EDGE_2], vy2[_EDGE_2])      # edge j of 2
+    det = _cross(v2, v1)
+    v12 = _sub(e2, e1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t1, t2 = _cross(c2, v12) / det, _cross(c1, v12) / det
-        at = np.stack([e1[..., 0] + v1[..., 0] * t1, e1[..., 1] + v1[..., 1] * t1], -1)
+        t1, t2 = _cross(v2, v12) / det, _cross(v1, v12) / det
+        at = (e1[0] + v1[0] * t1, e1[1] + v1[1] * t1)
     crossing = ~(np.abs(det) <= 1e-14) & (0 <= t1) & (t1 <= 1) & (0 <= t2) & (t2 <= 1)
-    pairs = len(pts1)
-    points = np.concatenate([at.reshape(pairs, 16, 2), pts1, pts2], 1)
-    there = np.concatenate([crossing.reshape(pairs, 16), _inside(pts1, pts2, vec2), _inside(pts2, pts1, vec1)], 1)
-    return points, there
+    points = np.stack([np.concatenate([at[0], x1, x2]), np.concatenate([at[1], y1, y2])], -1).transpose(1, 0, 2)
+    there = np.concatenate([crossing, _inside(x1, y1, x2, y2, vx2, vy2), _inside(x2, y2, x1, y1, vx1, vy1)]).T
+    return np.ascontiguousarray(points), np.ascontiguousarray(there)
 
 
 def _hull_area(points):
@@ -136,52 +142,63 @@ def _hull_areas(points, there):
     the same order: the rank of a point is how many points come before it); otherwise _scan, the reference's
     sort, one pair at a time. Pairs with a non-finite point go through _hull_area."""
     areas = np.zeros(len(points), F)
-    finite = np.isfinite(np.where(there[..., None], points, F(0))).all(axis=(1, 2))
+    finite = (np.isfinite(points[..., 0]) & np.isfinite(points[..., 1]) | ~there).all(1)
     for p in np.flatnonzero(~finite):
         areas[p] = _hull_area([(x, y) for x, y in points[p][there[p]]])
     points, there = points[finite], there[finite]
     if not len(points):
         return areas
-    first = np.argsort(~there, axis=1, kind="stable")              # the pair's points first, in order
     counts = there.sum(1)
     width = int(counts.max())
-    pts = np.take_along_axis(points, first[:, :width, None], axis=1)
+    pair, point = np.nonzero(there)                                 # the pair's points first, in order
+    slot = np.arange(pair.size) - (np.cumsum(counts) - counts)[pair]
+    px, py = np.zeros((2, len(points), width), F)                   # padding (never read) kept finite
+    px[pair, slot], py[pair, slot] = points[pair, point, 0], points[pair, point, 1]
     valid = np.arange(width)[None, :] < counts[:, None]
-    pts = np.where(valid[..., None], pts, F(0))                     # padding (never read) kept finite
-    ys = np.where(valid, pts[..., 1], np.inf)
+    ys = np.where(valid, py, np.inf)
     lowest = valid & (ys == ys.min(1, keepdims=True))
-    xs = np.where(lowest, pts[..., 0], np.inf)
+    xs = np.where(lowest, px, np.inf)
     start = np.argmax(lowest & (xs == xs.min(1, keepdims=True)), axis=1)
-    rows = np.arange(len(pts))
-    q = pts - pts[rows, start][:, None, :]
-    q[rows, 0], q[rows, start] = q[rows, start], q[rows, 0].copy()
-    qx, qy = q[..., 0], q[..., 1]
-    crosses = qx[:, :, None] * qy[:, None, :] - qx[:, None, :] * qy[:, :, None]   # _cross(q[i], q[j])
+    qx, qy = (_from_start(c, start) for c in (px, py))
+    x, y = np.ascontiguousarray(qx.T), np.ascontiguousarray(qy.T)
+    crosses = x[:, None] * y[None, :] - x[None, :] * y[:, None]     # _cross(q[i], q[j]): [i, j, pair]
     dists = qx * qx + qy * qy
     ranked, total = _ranking(crosses, dists, counts)
-    out = np.zeros(len(pts), F)
+    out = np.zeros(len(points), F)
     out[total] = _scan_all(qx[total], qy[total], ranked[total], dists[total], counts[total])
     for k in np.flatnonzero(~total):
-        out[k] = _scan(crosses[k].tolist(), dists[k].tolist(), qx[k], qy[k], int(counts[k]))
+        out[k] = _scan(crosses[:, :, k].tolist(), dists[k].tolist(), qx[k], qy[k], int(counts[k]))
     areas[finite] = out
     return areas
+
+
+def _from_start(coordinate, start):
+    """One coordinate [P, W] of the points less the start's, the start moved to position 0 (its place taking
+    position 0's point)."""
+    rows = np.arange(len(coordinate))
+    q = coordinate - coordinate[rows, start][:, None]
+    q[rows, 0], q[rows, start] = q[rows, start], q[rows, 0].copy()
+    return q
 
 
 def _ranking(crosses, dists, counts):
     """The order _scan's sort gives points 1..count-1 of each pair ([P, W]: position -> point; position 0 the
     start), and whether it is certain ([P]): the comparator gives -1 or 1 (never 0) and opposite answers for
     swapped points, and the numbers of points before each point are all distinct (a tournament with distinct
-    scores is transitive, so the comparator is a strict total order there)."""
+    scores is transitive, so the comparator is a strict total order there). crosses [W, W, P] (pairs last:
+    numpy's loops run over the pairs), dists [P, W]."""
     pairs, width = dists.shape
     index = np.arange(width)
     others = (index[None, :] >= 1) & (index[None, :] < counts[:, None])
+    among = others.T
     tie = np.abs(crosses) < F(_TIE)
-    da, db = dists[:, :, None], dists[:, None, :]
+    d = np.ascontiguousarray(dists.T)
+    da, db = d[:, None], d[None, :]
     before = np.where(tie, da < db, crosses > 0)                  # order(a, b) == -1
     after = np.where(tie, db < da, ~(crosses > 0))                # order(a, b) == 1
-    both = others[:, :, None] & others[:, None, :] & (index[:, None] != index[None, :])
-    consistent = ((before | after) & (before == after.transpose(0, 2, 1)) | ~both).all(axis=(1, 2))
-    rank = (before & both).sum(axis=1)                            # points before each point
+    both = among[:, None] & among[None, :] & (index[:, None] != index[None, :])[..., None]
+    consistent = ((before | after) & (before == after.transpose(1, 0, 2)) | ~both).all(axis=(0, 1))
+    rank = (before & both).sum(axis=0).T                          # points before each point: [P, W]
     spread = np.sort(np.where(others, rank, width), axis=1)[:, :width - 1]
     distinct = ((spread == index[None, :width - 1]) | (index[None, :width - 1] >= counts[:, None] - 1)).all(1)
     ranked = np.zeros((pairs, width), np.int64)
@@ -192,23 +209,59 @@ def _ranking(crosses, dists, counts):
 
 def _turns(qx, qy, rows, i, s1, s2):
     """_cross(q[i] - q[s2], q[s1] - q[s2]) of the rows (float32; q[0] = (0, 0), so s2 = 0 is the table's cross)."""
-    ax, ay = qx[rows, i] - qx[rows, s2], qy[rows, i] - qy[rows, s2]
-    bx, by = qx[rows, s1] - qx[rows, s2], qy[rows, s1] - qy[rows, s2]
-    return ax * by - bx * ay
+    return _turn_of(*((qx[rows, point], qy[rows, point]) for point in (i, s1, s2)))
+
+
+def _turn_of(i, s1, s2):
+    """_cross(i - s2, s1 - s2) of points given as (x, y) (float32)."""
+    return _cross(_sub(i, s2), _sub(s1, s2))
+
+
+def _gather(table, index):
+    """table[p, index[p, k]] of a [P, W] table and [P, K] indices (take_along_axis without its index building)."""
+    return table.ravel()[index + (np.arange(len(table)) * table.shape[1])[:, None]]
 
 
 def _scan_all(qx, qy, ranked, dists, counts):
-    """_scan of every pair at once on its certain order `ranked`: a step per sorted position, the stack's pops
-    repeated while any pair still pops; the fan area summed in the same order (float32)."""
+    """_scan of every pair at once on its certain order `ranked`: the pairs whose scan pops no point (_pops_none:
+    every sorted point turns left of the two before it, as for a strictly convex polygon, the usual case) take
+    the sorted points as their stack at once; the others a step per sorted position (_scan_steps). The fan
+    area summed in the same order (float32)."""
     pairs, width = qx.shape
-    rows, index = np.arange(pairs), np.arange(width)
-    near = (np.take_along_axis(dists, ranked, 1) > F(_NEAR)) & (index >= 1) & (index[None, :] < counts[:, None])
+    index = np.arange(width)
+    near = (_gather(dists, ranked) > F(_NEAR)) & (index >= 1) & (index[None, :] < counts[:, None])
     has, k = near.any(1), np.argmax(near, axis=1)
     stack = np.zeros((pairs, width + 1), np.int64)
+    # without pops the stack is the start and the sorted points from k on (past the count: never read)
+    stack[:, 1:width] = _gather(ranked, np.minimum(k[:, None] + index[None, :width - 1], width - 1))
+    size = 1 + counts - k
+    steps = np.flatnonzero(has & ~_pops_none(qx, qy, ranked, k, counts))
+    if steps.size:
+        stack[steps], size[steps] = _scan_steps(qx[steps], qy[steps], ranked[steps], k[steps], counts[steps])
+    return _fan_area(qx, qy, stack, size, has)
+
+
+def _pops_none(qx, qy, ranked, k, counts):
+    """Whether the scan of each pair pops no point: at every sorted position t after k, the turn of the point
+    against the two sorted before it (the start 0 for the one before k + 1) is not >= 0 (NaN does not pop)."""
+    t = np.arange(2, qx.shape[1])[None, :]
+    i, s1 = ranked[:, 2:], ranked[:, 1:-1]
+    s2 = np.where(t - 2 >= k[:, None], ranked[:, :-2], 0)
+    turn = _turn_of(*((_gather(qx, point), _gather(qy, point)) for point in (i, s1, s2)))
+    pops = (t > k[:, None]) & (t < counts[:, None]) & (turn >= 0)
+    return ~pops.any(1)
+
+
+def _scan_steps(qx, qy, ranked, k, counts):
+    """The Graham scan of the pairs on their sorted points, a step per sorted position, the stack's pops
+    repeated while any pair still pops: (stack [P, W + 1], size [P])."""
+    pairs, width = qx.shape
+    stack = np.zeros((pairs, width + 1), np.int64)
+    rows = np.arange(pairs)
     stack[:, 1] = ranked[rows, k]
     size = np.full(pairs, 2)
     for t in range(2, width):
-        active = has & (t > k) & (t < counts)
+        active = (t > k) & (t < counts)
         if not active.any():
             continue
         i = ranked[:, t]
@@ -221,11 +274,19 @@ def _scan_all(qx, qy, ranked, dists, counts):
             size[popping] -= 1
         stack[active, size[active]] = i[active]
         size[active] += 1
-    area = np.zeros(pairs, F)
-    for j in range(1, width - 1):
-        a, b = stack[:, j], stack[:, j + 1]
-        term = np.abs(qx[rows, a] * qy[rows, b] - qx[rows, b] * qy[rows, a])
-        area = np.where(j < size - 1, area + term, area)
+    return stack, size
+
+
+def _fan_area(qx, qy, stack, size, has):
+    """Half the sum of |cross(q[stack[j]], q[stack[j + 1]])| for j = 1 .. size - 2 of each pair, summed left to
+    right in float32 (0 + the first term is that term; the terms past the stack are 0, which leave it as is);
+    0 without a near point or under 3 stacked points."""
+    a, b = stack[:, 1:-2], stack[:, 2:-1]
+    terms = np.abs(_cross((_gather(qx, a), _gather(qy, a)), (_gather(qx, b), _gather(qy, b))))
+    terms = np.where(np.arange(1, terms.shape[1] + 1)[None, :] < (size - 1)[:, None], terms, F(0))
+    area = terms[:, 0]
+    for j in range(1, terms.shape[1]):             # column by column: a cumsum along short rows is slower
+        area = area + terms[:, j]
     return np.where(has & (size > 2), area / F(2), F(0))
 
 
@@ -285,24 +346,36 @@ def _turn(a, b):
 
 
 def _geometry(corners):
-    """Per box of corners [M, 4, 2] (float32): corner bounds low, high [M, 2], shortest edge, the first edge's
-    angle and the largest turn of another edge from it (modulo pi / 2), finite (float64 but the flag)."""
+    """Per box of corners [M, 4, 2] (float32): corner bounds low x, low y, high x, high y, shortest edge, the
+    first edge's angle and the largest turn of another edge from it (modulo pi / 2), finite (float64 but the
+    flag; one 1-D array each: _far gathers and combines them per pair without reductions over short rows)."""
     edges = (np.roll(corners, -1, axis=1) - corners).astype(np.float64)        # the float32 edges the IoU uses
     angles = np.arctan2(edges[..., 1], edges[..., 0])
     with np.errstate(invalid="ignore"):
         spread = _turn(angles, angles[:, :1]).max(1)
-    return (corners.min(1).astype(np.float64), corners.max(1).astype(np.float64),
+    low, high = corners.min(1).astype(np.float64), corners.max(1).astype(np.float64)
+    return (low[:, 0].copy(), low[:, 1].copy(), high[:, 0].copy(), high[:, 1].copy(),
             np.hypot(edges[..., 0], edges[..., 1]).min(1), angles[:, 0], spread, np.isfinite(corners).all((1, 2)))
 
 
-def _far(geometry, first, second):
-    """Which pairs (first[k], second[k]) are far (FAR_GAP): their rotated IoU is 0."""
-    low, high, edge, angle, spread, finite = geometry
+def _bounds(low, high, first, second):
+    """On one axis, per pair: the gap between the boxes' corner bounds, the extent of both and the largest
+    |bound| (float64)."""
     low1, high1, low2, high2 = low[first], high[first], low[second], high[second]
+    lowest, highest = np.minimum(low1, low2), np.maximum(high1, high2)
+    return (np.maximum(low2 - high1, low1 - high2), highest - lowest,
+            np.maximum(np.abs(lowest), np.abs(highest)))
+
+
+def _far(geometry, first, second):
+    """Which pairs (first[k], second[k]) are far (FAR_GAP): their rotated IoU is 0. The pairs' scale is the
+    extent on x plus that on y plus the largest |bound| (the flag excludes the pairs with a non-finite corner,
+    so the maxima need no NaN rule)."""
+    low_x, low_y, high_x, high_y, edge, angle, spread, finite = geometry
     with np.errstate(invalid="ignore", over="ignore"):
-        gap = np.maximum(low2 - high1, low1 - high2).max(1)
-        scale = (np.maximum(high1, high2) - np.minimum(low1, low2)).sum(1) + np.maximum(
-            np.abs(np.minimum(low1, low2)), np.abs(np.maximum(high1, high2))).max(1)
+        gap_x, extent_x, size_x = _bounds(low_x, high_x, first, second)
+        gap_y, extent_y, size_y = _bounds(low_y, high_y, first, second)
+        gap, scale = np.maximum(gap_x, gap_y), (extent_x + extent_y) + np.maximum(size_x, size_y)
         square = _turn(angle[first], angle[second]) - spread[first] - spread[second]
         return (finite[first] & finite[second] & (gap >= FAR_GAP * scale) & (square >= FAR_TURN)
                 & (np.minimum(edge[first], edge[second]) >= FAR_EDGE * scale))
