@@ -339,3 +339,24 @@ def test_convert_scans_for_dialect_nodes_only_after_an_import_that_emitted_one(t
     model, report = convert(Path(__file__).resolve().parent.parent / "models" / "gnn_aggregation.xml")
     assert scans and report.nodes and all(entry.domain == DOMAIN for entry in report.nodes)
 
+
+@pytest.mark.parametrize("first_chars", [1, 100, 4096])
+def test_mapped_pages_read_the_mappings_only_as_far_as_needed(tmp_path, first_chars):
+    """From however few characters of /proc/self/maps it starts, a lookup reads on while the address lies
+    beyond what was read: a file-mapped array is found in the mapping a complete read finds, anonymous
+    memory in none."""
+    from converters.openvino_ir._types import MappedPages
+
+    path = tmp_path / "weights.bin"
+    np.arange(8 * 4096, dtype=np.uint8).tofile(path)
+    mapped = np.asarray(np.memmap(path, dtype=np.uint8, mode="r"))
+    anonymous = np.zeros(8 * 4096, np.uint8)
+    complete, pages = MappedPages(), MappedPages()
+    complete._read_mappings()
+    pages._read_mappings(first_chars)
+    found = {}
+    for name, array in (("mapped", mapped), ("anonymous", anonymous)):
+        address = array.__array_interface__["data"][0]
+        found[name] = pages._mapping(address, address + array.nbytes)
+        assert found[name] == complete._mapping(address, address + array.nbytes)
+    assert found["mapped"] is not None and found["anonymous"] is None
