@@ -235,6 +235,7 @@ def f64_outputs(exact_model, inputs: list[dict]) -> list[list[np.ndarray]]:
     from onnx import TensorProto, helper, numpy_helper
 
     from converters.passes import make_runnable
+    from tests.helpers.ir_cases import ort_session
 
     model = make_runnable(exact_model)
     graph = model.graph
@@ -265,27 +266,13 @@ def f64_outputs(exact_model, inputs: list[dict]) -> list[list[np.ndarray]]:
         if value.type.tensor_type.elem_type == TensorProto.FLOAT:
             value.type.tensor_type.elem_type = TensorProto.DOUBLE
     wide = [{k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in f.items()} for f in inputs]
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        session = ort_session(model, optimize=False)
     except ort.capi.onnxruntime_pybind11_state.NotImplemented:  # no float64 Conv: onnx's numpy reference
         from onnx.reference import ReferenceEvaluator
         evaluator = ReferenceEvaluator(model)
         return [evaluator.run(None, f) for f in wide]
     return [session.run(None, f) for f in wide]
-
-
-def _ort_session(onnx_model, optimized: Path):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.optimized_model_filepath = str(optimized)
-    options.log_severity_level = 3
-    return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 def _fused(optimized: Path) -> str:
@@ -302,6 +289,7 @@ def measure(name: str, directory: Path, rounds: int, int8: bool, imports: int = 
     import openvino as ov
 
     from converters.openvino_ir import import_ir
+    from tests.helpers.ir_cases import ort_session  # (the tests' session: the fusions they check are the ones timed)
 
     spec = MODELS[name]
     kind = spec.family
@@ -336,7 +324,7 @@ def measure(name: str, directory: Path, rounds: int, int8: bool, imports: int = 
             onnx_model = import_ir(xml, int8=form, notes=notes)
             seconds = time.perf_counter() - start
             optimized = directory / f"{name}_{precision}_{form}.opt.onnx"
-            session = _ort_session(onnx_model, optimized)
+            session = ort_session(onnx_model, optimized)
             got = [session.run(None, f) for f in inputs]
             info[form] = dict(agreement=_distance(got, want), fused=_fused(optimized),
                               to_semantics=None if semantics is None else _distance(got, semantics),

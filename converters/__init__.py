@@ -95,18 +95,20 @@ def convert(model, to: str = "standard", mode: str = "default", strict: bool | s
     notes: list[str] = []
     if weights is not None and not (_is_ir(model) and to == "standard"):
         raise ConversionError("weights= applies to an OpenVINO IR input converted to='standard'")
+    dialect_free = False
     if _is_ir(model):
         deferred = weights if weights is not None else Weights() if output is not None else None
         model = _openvino_ir().import_ir(model, defer=None if to != "standard" else deferred,
                                            int8=int8, notes=notes)
-        if deferred is not None and len(deferred) and opset_of(model, DOMAIN) is not None:
+        dialect_free = opset_of(model, DOMAIN) is None  # (the importer imports the dialect with a node of it)
+        if deferred is not None and len(deferred) and not dialect_free:
             # the lowering rules read their nodes' constant inputs from the model
             deferred.materialize(model, {name for graph in all_graphs(model.graph) for node in graph.node
                                          if node.domain == DOMAIN for name in node.input})
     else:
         deferred, model = None, load_model(model)
     if to == "standard":
-        report = lower(model, mode, strict, ops, as_functions)
+        report = lower(model, mode, strict, ops, as_functions, dialect_free=dialect_free)
     else:
         report = raise_(model, mode, strict, ops)
     report.notes[:0] = notes

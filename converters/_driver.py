@@ -304,12 +304,14 @@ def _unwrap(model, mode: str, report: Report) -> None:
                                 f"dialect nodes; their functions removed")
 
 
-def lower(model: onnx.ModelProto, mode: str, strict, ops=None, as_functions: bool = False) -> Report:
+def lower(model: onnx.ModelProto, mode: str, strict, ops=None, as_functions: bool = False, *,
+          dialect_free: bool = False) -> Report:
     """Dialect -> standard ONNX, in place on `model` (a copy owned by the caller). as_functions: each
-    converted node stays, as a call of a model-local function whose body is its lowering."""
+    converted node stays, as a call of a model-local function whose body is its lowering. dialect_free: the
+    caller knows the model holds no dialect node (an IR import that emitted none), so no scan looks for one."""
     report = Report("standard", mode, strict)
     _unwrap(model, mode, report)
-    if not passes.uses_domain(model, DOMAIN):
+    if dialect_free or not passes.uses_domain(model, DOMAIN):
         passes.pin_ir(model)
         return report
     dialect_opset = opset_of(model, DOMAIN)

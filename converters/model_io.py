@@ -210,6 +210,11 @@ class Weights:
         return model
 
 
+#: The standard ONNX ops with graph attributes. A scan for subgraphs looks into the attributes of these and of
+#: nodes of other domains only: reading every node's attributes was most of such a scan's time.
+SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
 def _initializers(model: onnx.ModelProto):
     """The initializers of the main graph and of every subgraph."""
     graphs = [model.graph]
@@ -217,6 +222,8 @@ def _initializers(model: onnx.ModelProto):
         graph = graphs.pop()
         yield from graph.initializer
         for node in graph.node:
+            if not (node.domain or node.op_type in SUBGRAPH_OPS):
+                continue
             for attribute in node.attribute:
                 if attribute.type == onnx.AttributeProto.GRAPH:
                     graphs.append(attribute.g)
@@ -291,12 +298,13 @@ def _check_pending(model: onnx.ModelProto, weights: Weights | None) -> None:
                          f"model with the Weights object it was imported with")
 
 
-def _write_streamed(model: onnx.ModelProto, path, weights: Weights | None = None) -> None:
+def _write_streamed(model: onnx.ModelProto, path, weights: Weights | None, total: int) -> None:
     """Write `model` without ever holding a second copy of its weights (SerializeToString would): the model
     without initializers, then each initializer as a fragment ModelProto{graph{initializer: t}}. Protobuf
     merges repeated occurrences of an embedded message field, so the file parses to the same model.
-    Deferred tensors are written straight from their arrays (no bytes object of them is made)."""
-    progress = _Progress(Path(path), _initializer_bytes(model))
+    Deferred tensors are written straight from their arrays (no bytes object of them is made). total: the
+    initializers' bytes (_initializer_bytes), for the progress line."""
+    progress = _Progress(Path(path), total)
     with open(path, "wb") as stream:
         stream.write(_shell(model).SerializeToString())
         for tensor in model.graph.initializer:
@@ -319,13 +327,14 @@ def _write_streamed(model: onnx.ModelProto, path, weights: Weights | None = None
     progress.done()
 
 
-def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None) -> None:
+def _write_external(model: onnx.ModelProto, path: Path, weights: Weights | None, total: int) -> None:
     """`path` with the main graph's initializers of EXTERNAL_MIN_BYTES or more in `path`.data (offsets
-    aligned to EXTERNAL_ALIGN), each written straight from its array or raw_data; `model` is not changed."""
+    aligned to EXTERNAL_ALIGN), each written straight from its array or raw_data; `model` is not changed.
+    total: the initializers' bytes (_initializer_bytes), for the progress line."""
     location = path.name + ".data"
     shell = _shell(model)
     offset = 0
-    progress = _Progress(path.parent / location, _initializer_bytes(model))
+    progress = _Progress(path.parent / location, total)
     with open(path.parent / location, "wb") as stream:
         for tensor in model.graph.initializer:
             deferred = weights is not None and Weights.pending(tensor)
@@ -378,8 +387,9 @@ def save_model(model: onnx.ModelProto, path, *, external_data: bool | None = Non
     Large models are written tensor by tensor, so saving needs no second copy of the weights."""
     path = Path(path)
     _check_pending(model, weights)
+    total = _initializer_bytes(model)  # (once: reading a tensor's dims costs ~1.5 us)
     if external_data is None:
-        external_data = needs_external_data(model)
+        external_data = total > EXTERNAL_AUTO_BYTES
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     umask = os.umask(0)
@@ -387,9 +397,9 @@ def save_model(model: onnx.ModelProto, path, *, external_data: bool | None = Non
     try:
         target = staging / path.name
         if external_data:
-            _write_external(model, target, weights)
-        elif (weights is not None and len(weights)) or _initializer_bytes(model) > STREAM_BYTES:
-            _write_streamed(model, target, weights)
+            _write_external(model, target, weights, total)
+        elif (weights is not None and len(weights)) or total > STREAM_BYTES:
+            _write_streamed(model, target, weights, total)
         else:
             onnx.save(model, str(target))
         written = [target] + [file for file in [staging / f"{path.name}.data"] if file.exists()]

@@ -79,6 +79,21 @@ def test_deferred_data_without_its_weights_is_refused(ir, tmp_path):
     assert not list(tmp_path.glob("m.onnx*")) and not list(tmp_path.glob(".m.onnx*"))
 
 
+@pytest.mark.parametrize("op_type, domain", [("If", ""), ("Loop", ""), ("Custom", "example.domain")])
+def test_deferred_data_in_a_subgraph_is_refused(tmp_path, op_type, domain):
+    """The check looks into the graph attributes of the standard control-flow ops and of other-domain nodes."""
+    from onnx import TensorProto, helper
+
+    tensor = model_io.Weights().defer(TensorProto(), np.zeros(2, np.float32), "w", TensorProto.FLOAT)
+    body = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "body", [],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], initializer=[tensor])
+    node = helper.make_node(op_type, ["c"], ["out"], domain=domain, body=body)
+    model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                                                [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2])]))
+    with pytest.raises(onnx_bridge.ModelError, match="deferred data"):
+        model_io.save_model(model, tmp_path / "m.onnx")
+
+
 @pytest.mark.parametrize("automatic", [False, True], ids=["--external-data", "past-the-limit"])
 def test_cli_writes_external_data_that_runs(ir, tmp_path, monkeypatch, capsys, automatic):
     out = tmp_path / "out" / "model.onnx"
@@ -121,7 +136,7 @@ def test_a_failed_write_replaces_nothing(ir, tmp_path, monkeypatch):
     assert main(["convert", str(ir), "-o", str(out), "--external-data"]) == 0
     before = {p.name: p.read_bytes() for p in (out, tmp_path / "model.onnx.data")}
 
-    def half_written(model, path, weights):
+    def half_written(model, path, *_):
         (path.parent / f"{path.name}.data").write_bytes(b"partial")
         raise OSError(28, "No space left on device")
 

@@ -314,3 +314,49 @@ def test_record_names_maps_computed_outputs_of_unambiguous_ops_in_op_order():
     _record_names(model, walked, names, computed={"v1", "v2", "v4a", "v4b"})
     recorded = next(p.value for p in model.metadata_props if p.key == NAMES_KEY)
     assert recorded == json.dumps({"a:0": "v1", "b:0": "v4a", "b:1": "v4b"}, separators=(",", ":"))
+
+
+def test_convert_scans_for_dialect_nodes_only_after_an_import_that_emitted_one(tmp_path, monkeypatch):
+    """The importer imports the dialect domain only with a node of it, so convert() lowers the model of an IR
+    without dialect ops without scanning its nodes for one; an IR with one is still scanned and lowered."""
+    from pathlib import Path
+
+    ov = pytest.importorskip("openvino")
+    import openvino.opset13 as op
+
+    from converters import convert, passes
+    from converters.model_io import opset_of
+    from custom_ops.config import DOMAIN
+
+    scans = []
+    scan = passes.uses_domain
+    monkeypatch.setattr(passes, "uses_domain", lambda model, domain: scans.append(domain) or scan(model, domain))
+    x = op.parameter([2, 3], ov.Type.f32, name="x")
+    plain = tmp_path / "plain.xml"
+    ov.save_model(ov.Model([op.relu(x)], [x], "plain"), str(plain))
+    model, report = convert(plain)
+    assert (scans, opset_of(model, DOMAIN), report.nodes) == ([], None, [])
+    model, report = convert(Path(__file__).resolve().parent.parent / "models" / "gnn_aggregation.xml")
+    assert scans and report.nodes and all(entry.domain == DOMAIN for entry in report.nodes)
+
+
+@pytest.mark.parametrize("first_chars", [1, 100, 4096])
+def test_mapped_pages_read_the_mappings_only_as_far_as_needed(tmp_path, first_chars):
+    """From however few characters of /proc/self/maps it starts, a lookup reads on while the address lies
+    beyond what was read: a file-mapped array is found in the mapping a complete read finds, anonymous
+    memory in none."""
+    from converters.openvino_ir._types import MappedPages
+
+    path = tmp_path / "weights.bin"
+    np.arange(8 * 4096, dtype=np.uint8).tofile(path)
+    mapped = np.asarray(np.memmap(path, dtype=np.uint8, mode="r"))
+    anonymous = np.zeros(8 * 4096, np.uint8)
+    complete, pages = MappedPages(), MappedPages()
+    complete._read_mappings()
+    pages._read_mappings(first_chars)
+    found = {}
+    for name, array in (("mapped", mapped), ("anonymous", anonymous)):
+        address = array.__array_interface__["data"][0]
+        found[name] = pages._mapping(address, address + array.nbytes)
+        assert found[name] == complete._mapping(address, address + array.nbytes)
+    assert found["mapped"] is not None and found["anonymous"] is None

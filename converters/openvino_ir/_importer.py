@@ -20,7 +20,7 @@ from custom_ops.element_types import NUMPY_TO_ONNX
 from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 from custom_ops.errors import ConversionError
 
-from ..model_io import Weights
+from ..model_io import SUBGRAPH_OPS, Weights
 
 from . import rules  # noqa: F401  (registers the rules)
 from ._registry import Unsupported, find, op_label
@@ -374,13 +374,9 @@ def _live(nodes, needed: set, computed: set | None = None) -> list:
             needed.update(node.input[:])
             if computed is not None:
                 computed.update(outputs)
-            if node.domain or node.op_type in _SUBGRAPH_OPS:  # (reading attributes costs ~45% of the pass)
+            if node.domain or node.op_type in SUBGRAPH_OPS:  # (reading attributes costs ~45% of the pass)
                 _subgraphs_read(node, needed)
     return kept[::-1]
-
-
-#: The standard ONNX ops with graph attributes; a node of another domain is looked into as well
-_SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
 def _subgraphs_read(node: onnx.NodeProto, needed: set) -> None:

@@ -1,6 +1,8 @@
 """OpenVINO element types <-> ONNX element types and numpy dtypes."""
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 from onnx import TensorProto, helper
 
@@ -119,42 +121,77 @@ class MappedPages:
     occupied from this process's resident set (madvise MADV_DONTNEED): once a constant's bytes are in the
     ModelProto its mapped pages are not needed, and a later read of the constant faults them in again from
     the page cache. Linux only; a no-op elsewhere or when anything about the mapping is unclear. The
-    mappings are read at the first array large enough to release (most imports of small IRs never do)."""
+    mappings are read at the first array large enough to release (most imports of small IRs never do), and
+    only as far as needed (MAPS_CHARS)."""
 
     PAGE = 4096
     MADV_DONTNEED = 4
 
     #: bytes of released arrays collected before one round of madvise calls (release)
     BATCH = 1 << 20
+    #: characters of /proc/self/maps read first (about 40 mappings), doubled while an array lies beyond them.
+    #: The kernel writes the file out on each read (the whole of it: ~0.7 ms of a convert's 50-100 ms here) and
+    #: lists mappings by address; the newest, OpenVINO's .bin mapped by read_model, comes among the first.
+    MAPS_CHARS = 4096
 
     def __init__(self):
-        self.ranges: list[tuple[int, int]] | None = None  # read on first use
+        self.ranges: list[tuple[int, int]] | None = None  # read-only file mappings, by address (read on first use)
+        self.starts: list[int] = []  # their start addresses (bisected)
+        self.listed_to = 0  # what lies below this address is known (the end of the last mapping read)
+        self.chars = 0  # characters of /proc/self/maps read last
         self.madvise = None
-        self.pending: list[tuple[int, int, int]] = []  # (mapping index, start, end) not yet released
+        self.pending: list[tuple[tuple[int, int], int, int]] = []  # (mapping, start, end) not yet released
         self.pending_bytes = 0
 
-    def _read_mappings(self) -> None:
-        self.ranges = []
+    def _read_mappings(self, chars: int = -1) -> None:
+        """The read-only file mappings in the first `chars` characters of /proc/self/maps (-1: all of it)."""
+        self.ranges, self.starts, self.listed_to, self.chars = [], [], 0, chars
         try:
-            import ctypes
-            import mmap
             import sys
 
             if not sys.platform.startswith("linux"):
                 return
-            self.PAGE = mmap.PAGESIZE
             with open("/proc/self/maps") as maps:
-                for line in maps:
-                    fields = line.split()
-                    # read-only (no w), file-backed (a path, not [heap], [stack], ...)
-                    if len(fields) >= 6 and fields[1][1] == "-" and fields[5].startswith("/"):
-                        start, end = (int(x, 16) for x in fields[0].split("-"))
-                        self.ranges.append((start, end))
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            self.madvise = libc.madvise
-        except (OSError, ValueError, IndexError, AttributeError):  # no /proc, an odd line, no madvise
-            self.ranges, self.madvise = [], None
+                text = maps.read(chars)
+            lines = text.splitlines()
+            whole = chars < 0 or len(text) < chars
+            if not whole and not text.endswith("\n"):
+                lines.pop()  # (cut off)
+            for line in lines:
+                fields = line.split()
+                # read-only (no w), file-backed (a path, not [heap], [stack], ...)
+                if len(fields) >= 6 and fields[1][1] == "-" and fields[5].startswith("/"):
+                    start, end = (int(x, 16) for x in fields[0].split("-"))
+                    self.ranges.append((start, end))
+                    self.starts.append(start)
+            if whole:
+                self.listed_to = float("inf")
+            elif lines:
+                self.listed_to = int(lines[-1].split(None, 1)[0].split("-")[1], 16)
+            if self.madvise is None:
+                self._load_madvise()
+        except (OSError, ValueError, IndexError, AttributeError):  # no /proc, an odd line, no madvise:
+            self.ranges, self.starts, self.listed_to = [], [], float("inf")  # nothing more is released
+
+    def _load_madvise(self) -> None:
+        import ctypes
+        import mmap
+
+        self.PAGE = mmap.PAGESIZE
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        self.madvise = libc.madvise
+
+    def _mapping(self, address: int, end: int) -> tuple[int, int] | None:
+        """The read-only file mapping holding [address, end), if any; more of /proc/self/maps is read while
+        `address` lies beyond what was read."""
+        while True:
+            index = bisect.bisect_right(self.starts, address) - 1
+            if index >= 0 and end <= self.ranges[index][1]:
+                return self.ranges[index]
+            if address < self.listed_to:
+                return None
+            self._read_mappings(2 * self.chars)
 
     def release(self, array: np.ndarray) -> None:
         """Drop the pages of `array` if it lies in a read-only file mapping. Batched: the ranges are collected
@@ -163,12 +200,12 @@ class MappedPages:
         if array.nbytes < 4 * self.PAGE:
             return
         if self.ranges is None:
-            self._read_mappings()
+            self._read_mappings(self.MAPS_CHARS)
         if self.madvise is None:
             return
         address = array.__array_interface__["data"][0]
         end = address + array.nbytes
-        mapping = next((i for i, (start, stop) in enumerate(self.ranges) if start <= address and end <= stop), None)
+        mapping = self._mapping(address, end)
         if mapping is None:
             return
         self.pending.append((mapping, address, end))

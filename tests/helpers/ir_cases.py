@@ -78,16 +78,17 @@ def ov_run(model, feeds):
 
 
 def ort_session(onnx_model, optimized=None, *, optimize: bool = True):
-    """The model in an onnxruntime CPU session, one thread, warnings off. optimized: where onnxruntime writes
-    the graph it optimized to (ort_optimized reads it); optimize=False: no graph optimisation, so the model's
-    own nodes compute (its values without onnxruntime's fusions)."""
+    """The model in an onnxruntime CPU session as benchmarks/real_models.py runs it: one thread, every graph
+    optimisation (ORT_ENABLE_ALL), warnings off. optimized: where onnxruntime writes the graph it optimized to
+    (ort_optimized reads it; the benchmark's fused-kernel column too); optimize=False: no graph optimisation,
+    so the model's own nodes compute (its values without onnxruntime's fusions)."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
     if optimized is not None:
         options.optimized_model_filepath = str(optimized)
-    if not optimize:
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else \
+        ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 

@@ -173,8 +173,7 @@ def _emit_f32(ctx, output, eight_bit: bool = True) -> str:
 
 def decompressed_in_f32(ctx, node) -> bool:
     """For Convert f16 -> f32: emit a constant decompression subgraph in f32 and return True, else False."""
-    if (node.get_input_element_type(0).get_type_name(), node.get_output_element_type(0).get_type_name()) \
-            != ("f16", "f32"):
+    if ctx.out_type(node) != "f32" or node.get_input_element_type(0).get_type_name() != "f16":
         return False
     ok, integer_convert = _constant_only(node.input_value(0))
     if not (ok and integer_convert):
