@@ -9,6 +9,8 @@ here, from their specs) and users' own ops (onnx_bridge.custom_op) go through `r
   of `ndarray.tolist()` (its C++ side memcpys array data; PyOps registered elsewhere still get the stock
   hook), and that never lets an exception escape into C++ (which calls std::terminate): the error is
   recorded, empty outputs are returned and the caller raises the error.
+- A node's attributes are decoded and checked once, not per call: the C++ side passes the same strings
+  every call, and the hook keeps what the op's `prepare` made of them (_Signature.attributes).
 - The error channel is per run, never process-wide. onnxruntime-extensions calls the hook with the GIL
   held on the thread that executes the node, which in sequential execution mode is the thread that called
   run() (checked in tests/test_concurrency.py). `collecting_errors()` (used by
