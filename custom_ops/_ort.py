@@ -9,6 +9,8 @@ here, from their specs) and users' own ops (onnx_bridge.custom_op) go through `r
   of `ndarray.tolist()` (its C++ side memcpys array data; PyOps registered elsewhere still get the stock
   hook), and that never lets an exception escape into C++ (which calls std::terminate): the error is
   recorded, empty outputs are returned and the caller raises the error.
+- A node's attributes are decoded and checked once, not per call: the C++ side passes the same strings
+  every call, and the hook keeps what the op's `prepare` made of them (_Signature.attributes).
 - The error channel is per run, never process-wide. onnxruntime-extensions calls the hook with the GIL
   held on the thread that executes the node, which in sequential execution mode is the thread that called
   run() (checked in tests/test_concurrency.py). `collecting_errors()` (used by
@@ -26,7 +28,6 @@ import itertools
 import json
 import threading
 import traceback
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -84,16 +85,21 @@ def _record(error: BaseException) -> None:
     record.append(error)
 
 
-@contextmanager
-def collecting_errors():
+class collecting_errors:  # noqa: N801 - used as a function: `with collecting_errors() as errors`
     """Record the errors of the Python ops run on this thread inside the block in a list of their own
-    (yielded); errors outside any such block go to take_errors()."""
-    previous = getattr(_thread, "run", None)
-    _thread.run = record = []
-    try:
-        yield record
-    finally:
-        _thread.run = previous
+    (returned by `with`); errors outside any such block go to take_errors(). A class, not a
+    contextlib.contextmanager generator: it is entered on every run, and the generator form measured
+    10-20 µs more per run of a small op (docs/performance.md, "Per-call cost of the Python ops")."""
+
+    __slots__ = ("record", "previous")
+
+    def __enter__(self) -> list:
+        self.previous = getattr(_thread, "run", None)
+        _thread.run = self.record = []
+        return self.record
+
+    def __exit__(self, *exc_info) -> None:
+        _thread.run = self.previous
 
 
 def take_errors() -> list[BaseException]:
@@ -111,11 +117,33 @@ _sealed: set[str] = set()     # domains some session has loaded: they must not g
 _registered: set[str] = set()
 
 
-class _Signature:
-    """One registered input-type signature of one op."""
+#: Most distinct attribute sets (nodes) whose prepared form one op keeps; past it the cache starts over.
+PREPARED_PER_OP = 4096
 
-    def __init__(self, op, output_dtypes):
-        self.op, self.output_dtypes = op, output_dtypes
+
+class _Signature:
+    """One registered input-type signature of one op; `prepared` (shared by the op's signatures) maps a
+    node's raw attribute strings to the op's prepared form of them (ops with a `prepare` method)."""
+
+    def __init__(self, op, output_dtypes, prepared: dict):
+        self.op, self.output_dtypes, self.prepared = op, output_dtypes, prepared
+        self.prepare = getattr(op, "prepare", None)
+
+    def attributes(self, k_id, raw: dict):
+        """What the op is called with for a node's `raw` attribute strings. onnxruntime-extensions passes a
+        new dict of the same strings on every call of a node, so an op's prepare (attribute decoding and
+        validation) runs once per distinct attribute set, not once per call; a failing prepare caches
+        nothing (every call raises again, as before)."""
+        if self.prepare is None:
+            return _ocos.Opdef._odlist[k_id].cast_attributes(raw)
+        key = tuple(raw.items())  # std::map order: sorted by name, the same on every call
+        prepared = self.prepared.get(key)
+        if prepared is None:
+            prepared = self.prepare(_ocos.Opdef._odlist[k_id].cast_attributes(raw))
+            if len(self.prepared) >= PREPARED_PER_OP:
+                self.prepared.clear()
+            self.prepared[key] = prepared
+        return prepared
 
 
 def get_library_path() -> str:
@@ -126,16 +154,19 @@ def get_library_path() -> str:
 
 
 def register_pyop(op, domain: str, op_type: str, signatures, attributes: dict) -> None:
-    """Register `op` (called as op(inputs, attributes) -> list of output arrays) for every
-    (input dtypes, output dtypes) in `signatures`; `attributes` maps name -> PyCustomOpDef type code."""
+    """Register `op` (called as op(inputs, attributes, output dtypes) -> list of output arrays) for every
+    (input dtypes, output dtypes) in `signatures`; `attributes` maps name -> PyCustomOpDef type code. An op
+    with a `prepare(attributes)` method is called with its result instead of the attributes, prepared once
+    per distinct node attributes (_Signature.attributes)."""
     if domain in _sealed:
         raise BridgeError(f"cannot add {domain}::{op_type}: a session has already loaded domain "
                           f"{domain!r} (onnxruntime-extensions keeps pointers into its op list); "
                           f"register every op of a domain before creating sessions that use it")
+    prepared = {}
     for input_dtypes, output_dtypes in signatures:
         opdef = onnx_op(op_type=f"{domain}::{op_type}", inputs=[PYOP_TYPES[t] for t in input_dtypes],
                         outputs=[PYOP_TYPES[t] for t in output_dtypes], attrs=dict(attributes))(op)
-        _OURS[id(opdef)] = _Signature(op, tuple(output_dtypes))
+        _OURS[id(opdef)] = _Signature(op, tuple(output_dtypes), prepared)
     _registered.add(domain)
 
 
@@ -144,8 +175,7 @@ def _invoke(k_id, feed, attributes):
     if signature is None:
         return _ocos._on_pyop_invocation(k_id, feed, attributes)
     try:
-        outputs = signature.op(feed, _ocos.Opdef._odlist[k_id].cast_attributes(attributes),
-                               signature.output_dtypes)
+        outputs = signature.op(feed, signature.attributes(k_id, attributes), signature.output_dtypes)
     except BaseException as error:  # noqa: BLE001 - anything escaping here aborts the process
         # The error's frames keep this one alive (f_back): let go of the inputs it holds.
         feed.clear()
@@ -161,38 +191,72 @@ def _invoke(k_id, feed, attributes):
 
 # The dialect ops ---------------------------------------------------------------------------------
 
+class _NodeCall:
+    """A dialect node's attributes as its kernel call needs them, decoded and checked once
+    (_DialectOp.prepare)."""
+
+    def __init__(self, node, logical, absent, kwargs, lists):
+        self.node, self.logical, self.absent = node, logical, absent
+        self.kwargs = kwargs  # the kernel's keyword arguments
+        self.lists = lists    # names of list-valued kwargs: copied per call, a kernel may change its list
+
+
 class _DialectOp:
     """Runs the spec's kernel and returns arrays of the declared types."""
 
     def __init__(self, spec, inplace_first: bool):
         self.spec, self.inplace_first = spec, inplace_first
 
-    def __call__(self, feed, attributes, output_dtypes):
+    def prepare(self, attributes) -> _NodeCall:
+        """The node's hidden attributes read, list attributes decoded from JSON, every attribute checked
+        (an OpError naming the node, as a failing kernel's)."""
         attributes = dict(attributes)
         node = attributes.pop("_node", "") or None
         logical = attributes.pop("_dtype", "")
-        absent = {int(i) for i in attributes.pop(ABSENT, "").split(",") if i}
+        absent = frozenset(int(i) for i in attributes.pop(ABSENT, "").split(",") if i)
         for attribute in self.spec.attributes:
             if attribute.kind in JSON_KINDS and attribute.name in attributes:
                 attributes[attribute.name] = json.loads(attributes[attribute.name])
-        inputs = [None if i in absent else x for i, x in enumerate(feed)]
-        while inputs and inputs[-1] is None:
-            inputs.pop()
-        if logical:  # widened by the session: compute in the logical type (its limits, one rounding)
-            inputs = [x.astype(dtype_from_name(logical)) if x is not None and x.dtype == np.float32 else x
-                      for x in inputs]
+        kwargs = self._attributed(node, self.spec.attribute_values, attributes)
+        if self.inplace_first and not logical:
+            kwargs["inplace"] = True
+        lists = tuple(name for name, value in kwargs.items() if isinstance(value, list))
+        return _NodeCall(node, dtype_from_name(logical) if logical else None, absent, kwargs, lists)
+
+    def _attributed(self, node, function, *args, **kwargs):
+        """function(*args, **kwargs); an OpError it raises names the node, any other exception becomes one."""
         try:
-            values = self.spec.kernel(*inputs, **self.spec.attribute_values(attributes),
-                                      **({"inplace": True} if self.inplace_first and not logical else {}))
+            return function(*args, **kwargs)
         except OpError as error:
             raise error.with_node(node)
         except Exception as error:  # a bug of ours: still a clean, attributable exception
             raise OpError(self.spec.op_type, "kernel", f"internal failure {type(error).__name__}: {error}",
                           node=node) from error
+
+    def __call__(self, feed, call: _NodeCall, output_dtypes):
+        inputs = feed
+        if call.absent:
+            inputs = [None if i in call.absent else x for i, x in enumerate(feed)]
+            while inputs and inputs[-1] is None:
+                inputs.pop()
+        if call.logical is not None:  # widened by the session: compute in the logical type (its limits, one rounding)
+            inputs = [x.astype(call.logical) if x is not None and x.dtype == np.float32 else x for x in inputs]
+        kwargs = call.kwargs
+        if call.lists:
+            kwargs = {**kwargs, **{name: list(kwargs[name]) for name in call.lists}}
+        values = self._attributed(call.node, self.spec.kernel, *inputs, **kwargs)
         if not isinstance(values, tuple):
             values = (values,)
-        # np.require, not np.ascontiguousarray: the latter turns a 0-D result into shape (1,).
-        return [np.require(v, dtype=d, requirements="C") for v, d in zip(values, output_dtypes)]
+        return [_c_array(v, d) for v, d in zip(values, output_dtypes)]
+
+
+def _c_array(value, dtype) -> np.ndarray:
+    """`value` as a C-contiguous array of `dtype`: itself when it already is one (np.require's answer,
+    without its cost per call), else np.require's copy. np.require, not np.ascontiguousarray: the latter
+    turns a 0-D result into shape (1,)."""
+    if type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous:
+        return value
+    return np.require(value, dtype=dtype, requirements="C")
 
 
 #: Attribute kind -> PyOp attribute type; lists travel as JSON strings (session.prepare_model writes them).

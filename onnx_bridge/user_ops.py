@@ -107,15 +107,27 @@ class UserOp:
             raise OpError(self.name, "attributes", str(error), value=sorted(given),
                           allowed=list(self.attributes) or "none", node=node) from None
 
-    # Called by custom_ops.pyops' invocation hook (feed: carried arrays; attributes: hidden strings).
-    def __call__(self, feed, attributes, carried_outputs):
+    # Called by custom_ops.pyops' invocation hook once per node (attributes: the hidden strings).
+    def prepare(self, attributes) -> "_UserCall":
         node = attributes.get("_node") or None
         logical = _logical_types(attributes["_types"])
+        try:
+            keywords = json.loads(attributes["_attrs"])
+        except Exception as error:
+            raise self._failure(error, node) from error
+        return _UserCall(node, logical, keywords)
+
+    def _failure(self, error: Exception, node) -> OpError:
+        return OpError(self.name, "function", f"{type(error).__name__}: {error}", node=node)
+
+    # Called by custom_ops.pyops' invocation hook (feed: carried arrays; call: prepare's for the node).
+    def __call__(self, feed, call: "_UserCall", carried_outputs):
+        node, logical = call.node, call.logical
         inputs = [x.astype(t) if x.dtype != t else x for x, t in zip(feed, logical)]
         try:
-            result = self.function(*inputs, **json.loads(attributes["_attrs"]))
+            result = self.function(*inputs, **call.keywords())
         except Exception as error:
-            raise OpError(self.name, "function", f"{type(error).__name__}: {error}", node=node) from error
+            raise self._failure(error, node) from error
         values = result if isinstance(result, tuple) else (result,)
         expected = self.output_types(logical)
         if len(values) != len(expected):
@@ -130,6 +142,18 @@ class UserOp:
             # np.require keeps 0-D results 0-D (np.ascontiguousarray would make them shape (1,)).
             outputs.append(np.require(value, dtype=carried, requirements="C"))
         return outputs
+
+
+@dataclass(frozen=True)
+class _UserCall:
+    """A user-op node's hidden attributes, decoded once (UserOp.prepare)."""
+    node: str | None
+    logical: tuple     # the inputs' logical types
+    attributes: dict   # the function's keyword arguments
+
+    def keywords(self) -> dict:
+        """The keyword arguments of one call: lists copied, a function may change its list."""
+        return {name: list(value) if isinstance(value, list) else value for name, value in self.attributes.items()}
 
 
 def custom_op(op_type: str, domain: str, *, inputs=None, outputs=("T",)):

@@ -50,6 +50,13 @@ def not_an_array(x):
     return [1, 2]
 
 
+@onnx_bridge.custom_op("Grows", domain=DOMAIN)
+def grows(x, *, items):
+    count = len(items)
+    items.append(0)  # a function may change the list it gets: the node's next call must not see that
+    return (x + count).astype(x.dtype)
+
+
 ECHOED = []  # dtypes Echo received; every op of a domain is registered before any session loads it
 
 
@@ -127,6 +134,13 @@ def test_attributes_of_every_kind():
     model, feeds = user_model("Describe", {"x": x, "shift": shift})  # defaults
     np.testing.assert_array_equal(onnx_bridge.InferenceSession(model).run(None, feeds)[0],
                                   describe(x, shift))
+
+
+def test_list_attributes_are_fresh_on_every_call():
+    model, feeds = user_model("Grows", {"x": np.zeros(2, np.float32)}, attributes={"items": [1, 2]})
+    session = onnx_bridge.InferenceSession(model)
+    for _ in range(3):
+        np.testing.assert_array_equal(session.run(None, feeds)[0], [2, 2])
 
 
 def test_beside_dialect_ops():
