@@ -13,6 +13,8 @@ import onnx
 
 from custom_ops.errors import ModelError
 
+from .graph import subgraphs
+
 
 def load_model(model) -> onnx.ModelProto:
     """A copy of `model` given as a path, bytes or ModelProto."""
@@ -222,12 +224,8 @@ def _initializers(model: onnx.ModelProto):
         graph = graphs.pop()
         yield from graph.initializer
         for node in graph.node:
-            if not (node.domain or node.op_type in SUBGRAPH_OPS):
-                continue
-            for attribute in node.attribute:
-                if attribute.type == onnx.AttributeProto.GRAPH:
-                    graphs.append(attribute.g)
-                graphs.extend(attribute.graphs)
+            if node.domain or node.op_type in SUBGRAPH_OPS:
+                graphs.extend(subgraphs(node))
 
 
 def _varint(value: int) -> bytes:

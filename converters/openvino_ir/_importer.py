@@ -20,6 +20,7 @@ from custom_ops.element_types import NUMPY_TO_ONNX
 from custom_ops.config import DIALECT_OPSET, DOMAIN, IR_VERSION, TARGET_OPSET
 from custom_ops.errors import ConversionError
 
+from ..graph import subgraphs
 from ..model_io import SUBGRAPH_OPS, Weights
 
 from . import rules  # noqa: F401  (registers the rules)
@@ -381,23 +382,15 @@ def _live(nodes, needed: set, computed: set | None = None) -> list:
 
 def _subgraphs_read(node: onnx.NodeProto, needed: set) -> None:
     """Every value the subgraphs of `node`'s attributes read, into `needed`."""
-    for attribute in node.attribute:
-        if attribute.type == _ATTRIBUTE.GRAPH:
-            _referenced(attribute.g, needed)
-        elif attribute.type == _ATTRIBUTE.GRAPHS:
-            for sub in attribute.graphs:
-                _referenced(sub, needed)
+    for sub in subgraphs(node):
+        _referenced(sub, needed)
 
 
 def _referenced(graph: onnx.GraphProto, into: set) -> set:
     """Every value name a node of `graph` or of its subgraphs reads, plus the graph outputs."""
     for node in graph.node:
         into.update(node.input)
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                _referenced(attribute.g, into)
-            for sub in attribute.graphs:
-                _referenced(sub, into)
+        _subgraphs_read(node, into)
     into.update(o.name for o in graph.output)
     return into
 
