@@ -191,14 +191,28 @@ def _invoke(k_id, feed, attributes):
 
 # The dialect ops ---------------------------------------------------------------------------------
 
+class CallKeywords:
+    """Keyword arguments prepared once per node (a dialect kernel's, a user op function's); fresh() gives one
+    call's: the list values copied, as a kernel or function may change its list."""
+
+    __slots__ = ("kwargs", "lists")
+
+    def __init__(self, kwargs: dict):
+        self.kwargs = kwargs
+        self.lists = tuple(name for name, value in kwargs.items() if isinstance(value, list))
+
+    def fresh(self) -> dict:
+        kwargs = self.kwargs
+        return {**kwargs, **{name: list(kwargs[name]) for name in self.lists}} if self.lists else kwargs
+
+
 class _NodeCall:
     """A dialect node's attributes as its kernel call needs them, decoded and checked once
     (_DialectOp.prepare)."""
 
-    def __init__(self, node, logical, absent, kwargs, lists):
+    def __init__(self, node, logical, absent, keywords: CallKeywords):
         self.node, self.logical, self.absent = node, logical, absent
-        self.kwargs = kwargs  # the kernel's keyword arguments
-        self.lists = lists    # names of list-valued kwargs: copied per call, a kernel may change its list
+        self.keywords = keywords  # the kernel's keyword arguments
 
 
 class _DialectOp:
@@ -220,8 +234,7 @@ class _DialectOp:
         kwargs = self._attributed(node, self.spec.attribute_values, attributes)
         if self.inplace_first and not logical:
             kwargs["inplace"] = True
-        lists = tuple(name for name, value in kwargs.items() if isinstance(value, list))
-        return _NodeCall(node, dtype_from_name(logical) if logical else None, absent, kwargs, lists)
+        return _NodeCall(node, dtype_from_name(logical) if logical else None, absent, CallKeywords(kwargs))
 
     def _attributed(self, node, function, *args, **kwargs):
         """function(*args, **kwargs); an OpError it raises names the node, any other exception becomes one."""
@@ -241,10 +254,7 @@ class _DialectOp:
                 inputs.pop()
         if call.logical is not None:  # widened by the session: compute in the logical type (its limits, one rounding)
             inputs = [x.astype(call.logical) if x is not None and x.dtype == np.float32 else x for x in inputs]
-        kwargs = call.kwargs
-        if call.lists:
-            kwargs = {**kwargs, **{name: list(kwargs[name]) for name in call.lists}}
-        values = self._attributed(call.node, self.spec.kernel, *inputs, **kwargs)
+        values = self._attributed(call.node, self.spec.kernel, *inputs, **call.keywords.fresh())
         if not isinstance(values, tuple):
             values = (values,)
         return [_c_array(v, d) for v, d in zip(values, output_dtypes)]

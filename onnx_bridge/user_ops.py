@@ -115,7 +115,7 @@ class UserOp:
             keywords = json.loads(attributes["_attrs"])
         except Exception as error:
             raise self._failure(error, node) from error
-        return _UserCall(node, logical, keywords)
+        return _UserCall(node, logical, _ort().CallKeywords(keywords))
 
     def _failure(self, error: Exception, node) -> OpError:
         return OpError(self.name, "function", f"{type(error).__name__}: {error}", node=node)
@@ -125,7 +125,7 @@ class UserOp:
         node, logical = call.node, call.logical
         inputs = [x.astype(t) if x.dtype != t else x for x, t in zip(feed, logical)]
         try:
-            result = self.function(*inputs, **call.keywords())
+            result = self.function(*inputs, **call.keywords.fresh())
         except Exception as error:
             raise self._failure(error, node) from error
         values = result if isinstance(result, tuple) else (result,)
@@ -149,11 +149,7 @@ class _UserCall:
     """A user-op node's hidden attributes, decoded once (UserOp.prepare)."""
     node: str | None
     logical: tuple     # the inputs' logical types
-    attributes: dict   # the function's keyword arguments
-
-    def keywords(self) -> dict:
-        """The keyword arguments of one call: lists copied, a function may change its list."""
-        return {name: list(value) if isinstance(value, list) else value for name, value in self.attributes.items()}
+    keywords: object   # the function's keyword arguments (custom_ops.pyops.CallKeywords)
 
 
 def custom_op(op_type: str, domain: str, *, inputs=None, outputs=("T",)):
